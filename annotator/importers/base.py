@@ -1,0 +1,150 @@
+"""What every importer shares: the record it yields, options, ids, hashes and the registry.
+
+An importer is a module with one :class:`Importer` subclass, registered with
+:func:`register`. It sniffs a :class:`~annotator.importers.detect.Head` (a bounded look at
+the file) and reads the file as a stream of :class:`ImportedRecord` s, raising
+:class:`~annotator.errors.ImportFailure` with the line or record where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+import orjson
+
+from annotator.models import Attribution, Label, Step, Trajectory
+
+if TYPE_CHECKING:
+    from annotator.importers.detect import Head
+
+#: Files larger than this are refused (override with ImportOptions.max_bytes).
+DEFAULT_MAX_BYTES = 2 * 1024**3
+
+
+@dataclass
+class ImportOptions:
+    """What the user asked for on the command line."""
+
+    system: str | None = None
+    model: str | None = None
+    benchmark: str | None = None
+    skip_bad_lines: bool = False
+    max_bytes: int = DEFAULT_MAX_BYTES
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class ImportedRecord:
+    """One trajectory read from a file, with the labels and attributions the file carries."""
+
+    trajectory: Trajectory
+    labels: list[Label] = field(default_factory=list)
+    attributions: list[Attribution] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Importer:
+    """Base class of the format readers. Subclasses set ``name`` and implement both methods."""
+
+    #: Registry key and the value of ``--format``.
+    name: ClassVar[str]
+    #: One line for ``mast import --help`` and the README.
+    description: ClassVar[str]
+    #: A catch-all reader (plain text, bare chat lists) that yields to any specific match.
+    fallback: ClassVar[bool] = False
+
+    def sniff(self, head: Head) -> bool:
+        """Whether this importer recognises the file from its head alone."""
+        raise NotImplementedError
+
+    def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        """Yield the file's trajectories one by one; raise ImportFailure on bad input."""
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, Importer] = {}
+
+
+def register(cls: type[Importer]) -> type[Importer]:
+    """Class decorator adding an importer to the registry under its ``name``."""
+    if cls.name in _REGISTRY:
+        raise ValueError(f"importer {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def registry() -> dict[str, Importer]:
+    """All importers by name, in detection order (the order their modules register)."""
+    from annotator.importers import formats  # noqa: F401  (registers the built-in importers)
+
+    return dict(_REGISTRY)
+
+
+def stable_id(*parts: object) -> str:
+    """A short id derived from the source identity, so a re-import finds the same trajectory."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()
+    return digest[:16]
+
+
+def content_hash(traj: Trajectory) -> str:
+    """Hash of everything a re-import could change: metadata, outcome and every step's content."""
+    h = hashlib.sha256()
+    head = traj.model_dump(
+        mode="json", exclude={"steps", "raw", "imported_at", "content_hash", "source_path"}
+    )
+    h.update(orjson.dumps(head, option=orjson.OPT_SORT_KEYS, default=str))
+    for s in traj.steps:
+        h.update(orjson.dumps(s.model_dump(mode="json", exclude={"raw"}), option=orjson.OPT_SORT_KEYS, default=str))
+    return h.hexdigest()
+
+
+def finish(traj: Trajectory, opts: ImportOptions) -> Trajectory:
+    """Apply the user's overrides, link tool calls with their results and compute the hash."""
+    updates: dict = {}
+    for key in ("system", "model", "benchmark"):
+        value = getattr(opts, key)
+        if value is not None:
+            updates[key] = value
+    traj = traj.model_copy(update=updates)
+    link_tool_steps(traj.steps)
+    traj.content_hash = content_hash(traj)
+    return traj
+
+
+def link_tool_steps(steps: list[Step]) -> None:
+    """Point each tool call at its result and back, by ``call_id``, where not already linked."""
+    calls: dict[str, Step] = {}
+    for s in steps:
+        if s.call_id is None:
+            continue
+        if s.kind == "tool_call":
+            calls.setdefault(s.call_id, s)
+        elif s.kind in ("tool_result", "observation") and s.call_id in calls:
+            call = calls[s.call_id]
+            if s.link is None:
+                s.link = call.index
+            if call.link is None:
+                call.link = s.index
+
+
+def as_text(value: object) -> str:
+    """Render a content value of any shape as display text (lists of parts, dicts, None)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return "\n".join(value)
+        parts = []
+        for v in value:
+            if isinstance(v, dict) and isinstance(v.get("text"), str):
+                parts.append(v["text"])
+            else:
+                parts.append(as_text(v))
+        return "\n".join(parts)
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()

@@ -1,0 +1,104 @@
+"""OpenAI Chat Completions message lists, as a format and as a building block.
+
+A bare list of messages, or an object with ``messages``, is a trajectory of its own; the same
+message shape appears inside many other formats (AG2 chats in MAD, SWE-agent history,
+tau-bench), which reuse :func:`chat_steps`. An assistant message with N ``tool_calls`` becomes
+its text (if any) plus N tool_call steps; a ``tool`` message becomes a tool_result linked by
+``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from annotator.errors import ImportFailure
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.detect import Head
+from annotator.importers.reading import load_json
+from annotator.models import Step, Trajectory
+
+CHAT_ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
+
+
+def chat_steps(messages: list, path: Path, start: int = 0, where: str = "messages") -> list[Step]:
+    """Steps for a list of chat messages; ImportFailure naming the first message that is not one."""
+    steps: list[Step] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or ("role" not in msg and "name" not in msg):
+            raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"{where}[{i}]")
+        role = msg.get("role")
+        agent = msg.get("name") or role
+        raw = orjson.loads(orjson.dumps(msg, default=str))
+        base = dict(agent=agent, role=role, raw=raw)
+        text = as_text(msg.get("content"))
+        reasoning = msg.get("reasoning_content")
+        if reasoning:
+            steps.append(Step(index=start + len(steps), id=f"{where}[{i}].reasoning", kind="thought",
+                              content=as_text(reasoning), **base))
+        calls = msg.get("tool_calls") or []
+        if msg.get("function_call"):
+            calls = [{"id": None, "function": msg["function_call"]}]
+        if role in ("tool", "function"):
+            steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind="tool_result", content=text,
+                              tool_name=msg.get("name"), call_id=msg.get("tool_call_id"), **base))
+            continue
+        if text or not calls:
+            kind = "system" if role in ("system", "developer") else "message"
+            steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind=kind, content=text, **base))
+        for j, call in enumerate(calls):
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            args = fn.get("arguments")
+            args_text = args if isinstance(args, str) else orjson.dumps(args).decode() if args is not None else ""
+            steps.append(Step(index=start + len(steps), id=f"{where}[{i}].tool_calls[{j}]", kind="tool_call",
+                              content=f"{fn.get('name', '?')}({args_text})", tool_name=fn.get("name"),
+                              tool_args=args_text, call_id=call.get("id") if isinstance(call, dict) else None,
+                              **base))
+    return steps
+
+
+def looks_like_chat(items: object) -> bool:
+    """Whether the first items look like chat messages (role + content)."""
+    return isinstance(items, dict) and items.get("role") in CHAT_ROLES
+
+
+@register
+class OpenAIChat(Importer):
+    name = "openai_chat"
+    description = "OpenAI chat message list: a bare list, or an object with 'messages' (tool_calls included)"
+    fallback = True
+
+    def sniff(self, head: Head) -> bool:
+        if head.kind != "json":
+            return False
+        if head.root == "array":
+            keys = head.keys("item")
+            return "role" in keys and head.scalars.get("item.role") in CHAT_ROLES
+        return "messages" in head.keys("") and head.scalars.get("messages.item.role") in CHAT_ROLES
+
+    def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        data = load_json(path)
+        meta: dict = {}
+        if isinstance(data, dict):
+            messages = data.get("messages")
+            meta = {k: v for k, v in data.items() if k != "messages"}
+        else:
+            messages = data
+        if not isinstance(messages, list):
+            raise ImportFailure(str(path), "expected a list of chat messages")
+        steps = chat_steps(messages, path)
+        model = meta.get("model") if isinstance(meta.get("model"), str) else None
+        traj = Trajectory(
+            id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
+            source_format=self.name,
+            source_path=str(path),
+            title=str(meta.get("title") or path.stem),
+            model=model,
+            task=next((s.content for s in steps if s.role == "user"), None),
+            metadata=meta,
+            raw=path.read_bytes(),
+            steps=steps,
+        )
+        yield ImportedRecord(trajectory=finish(traj, opts))

@@ -1,0 +1,202 @@
+"""Sniffing: which importer reads a file, decided from its first bytes and a bounded parse.
+
+A large file is never loaded to detect it: :class:`Head` holds at most the first
+``HEAD_BYTES`` of text, the keys and first scalar values seen by an incremental JSON parse of
+at most ``PARSE_BYTES``, the first JSONL lines and a zip's member names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ijson
+import orjson
+
+from annotator.errors import AmbiguousFormat, ImportFailure, UnknownFormat
+from annotator.importers.base import Importer, ImportOptions, registry
+
+HEAD_BYTES = 64 * 1024
+PARSE_BYTES = 512 * 1024
+JSONL_LINES = 50
+_MAX_DEPTH = 4
+
+
+@dataclass
+class Head:
+    """A bounded look at a file: what sniffers decide on."""
+
+    path: Path
+    size: int
+    kind: str  # "zip" | "json" | "jsonl" | "text"
+    text: str = ""
+    keys_at: dict[str, set[str]] = field(default_factory=dict)
+    scalars: dict[str, object] = field(default_factory=dict)
+    root: str | None = None  # "object" | "array" for JSON
+    lines: list[object] = field(default_factory=list)
+    zip_members: list[str] = field(default_factory=list)
+
+    def keys(self, prefix: str = "") -> set[str]:
+        """Keys seen in objects at an ijson prefix ('' = root object, 'item' = array items)."""
+        return self.keys_at.get(prefix, set())
+
+    def record_keys(self) -> set[str]:
+        """Keys of the record: the root object's, or the first array item's, or JSONL line 1's."""
+        if self.kind == "jsonl":
+            first = self.lines[0] if self.lines else None
+            return set(first) if isinstance(first, dict) else set()
+        return self.keys("item") if self.root == "array" else self.keys("")
+
+
+class _Budget(io.RawIOBase):
+    """A read-only stream that ends after ``limit`` bytes, so a parse stays bounded."""
+
+    def __init__(self, fh, limit: int):
+        self._fh = fh
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self._left <= 0:
+            return 0
+        data = self._fh.read(min(len(buf), self._left))
+        self._left -= len(data)
+        buf[: len(data)] = data
+        return len(data)
+
+
+def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
+    """Look at the start of ``path``; ImportFailure for files no importer could ever read."""
+    opts = opts or ImportOptions()
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            raw = fh.read(HEAD_BYTES)
+    except OSError as exc:
+        raise ImportFailure(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if size == 0 or not raw.strip():
+        raise ImportFailure(str(path), "empty file")
+    if size > opts.max_bytes:
+        raise ImportFailure(
+            str(path), f"file is {size:,} bytes, over the import limit of {opts.max_bytes:,} bytes"
+        )
+    if raw.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                members = zf.namelist()
+        except zipfile.BadZipFile as exc:
+            raise ImportFailure(str(path), f"broken zip archive: {exc}") from exc
+        return Head(path=path, size=size, kind="zip", zip_members=members)
+    if b"\x00" in raw:
+        raise ImportFailure(str(path), "binary file (contains NUL bytes), not a trajectory")
+    text = _decode_head(path, raw, complete=size <= HEAD_BYTES)
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped[:1] in "{[":
+        lines = _jsonl_head(stripped)
+        if lines is not None:
+            return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
+        head = Head(path=path, size=size, kind="json", text=text)
+        _json_shape(path, head)
+        return head
+    return Head(path=path, size=size, kind="text", text=text)
+
+
+def _decode_head(path: Path, raw: bytes, complete: bool) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut at the end of the head is not an error.
+        if not complete and exc.start >= len(raw) - 3:
+            return raw[: exc.start].decode("utf-8")
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ImportFailure(str(path), f"invalid UTF-8 (byte {exc.start})", where=f"line {line}") from exc
+
+
+def _jsonl_head(text: str) -> list[object] | None:
+    """The first lines parsed, if the text is JSON Lines (two or more one-line JSON values)."""
+    raw_lines = text.splitlines()
+    complete_lines = raw_lines[:-1] if not text.endswith("\n") else raw_lines
+    first = raw_lines[0].strip() if raw_lines else ""
+    try:
+        first_value = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(first_value, (dict, list)):
+        return None
+    rest = [ln for ln in raw_lines[1:] if ln.strip()]
+    if not rest:
+        return None  # a one-line file is plain JSON
+    parsed: list[object] = []
+    for ln in complete_lines[:JSONL_LINES]:
+        if not ln.strip():
+            continue
+        try:
+            parsed.append(orjson.loads(ln))
+        except orjson.JSONDecodeError:
+            parsed.append(None)  # a bad line: the importer reports it with its number
+    return parsed or [first_value]
+
+
+def _json_shape(path: Path, head: Head) -> None:
+    """Record object keys and scalar values near the root with a bounded incremental parse."""
+    try:
+        with path.open("rb") as fh:
+            stream = io.BufferedReader(_Budget(fh, PARSE_BYTES))
+            for prefix, event, value in ijson.parse(stream, use_float=True):
+                depth = prefix.count(".") + 1 if prefix else 0
+                if head.root is None:
+                    head.root = "object" if event == "start_map" else "array" if event == "start_array" else "scalar"
+                if depth > _MAX_DEPTH:
+                    continue
+                if event == "map_key":
+                    head.keys_at.setdefault(prefix, set()).add(value)
+                elif event in ("string", "number", "boolean", "null"):
+                    head.scalars.setdefault(prefix, value)
+    except ijson.common.IncompleteJSONError as exc:
+        if head.size > PARSE_BYTES:
+            return  # the budget ran out, not the JSON
+        raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
+    except ijson.common.JSONError as exc:
+        raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
+
+
+def _json_problem(path: Path) -> json.JSONDecodeError | None:
+    with path.open("rb") as fh:
+        text = fh.read(PARSE_BYTES).decode("utf-8", "replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc
+    return None
+
+
+def _json_error(path: Path) -> str:
+    exc = _json_problem(path)
+    return exc.msg if exc else "unexpected content"
+
+
+def _json_where(path: Path) -> str | None:
+    exc = _json_problem(path)
+    return f"line {exc.lineno} column {exc.colno}" if exc else None
+
+
+def detect(path: Path, opts: ImportOptions | None = None, head: Head | None = None) -> Importer:
+    """The one importer for ``path``; UnknownFormat or AmbiguousFormat otherwise."""
+    head = head or read_head(path, opts)
+    importers = registry()
+    matches = [imp for imp in importers.values() if imp.sniff(head)]
+    specific = [imp for imp in matches if not imp.fallback]
+    chosen = specific or matches
+    if len(chosen) == 1:
+        return chosen[0]
+    if not chosen:
+        raise UnknownFormat(
+            str(path),
+            f"unknown format ({head.kind}); supported: {', '.join(importers)} (force one with --format)",
+        )
+    raise AmbiguousFormat(str(path), [imp.name for imp in chosen])

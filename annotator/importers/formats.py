@@ -1,0 +1,3 @@
+"""The built-in importers, imported here in detection order so that each registers itself."""
+
+from annotator.importers import chat, mad, who_and_when  # noqa: F401

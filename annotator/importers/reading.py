@@ -1,0 +1,83 @@
+"""Reading helpers shared by the importers: whole JSON, streamed JSON arrays and JSON Lines.
+
+Each turns a parse problem into an ImportFailure that names the line (JSON, JSONL) or the
+record (arrays), so the user sees one clear line per bad file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import ijson
+import orjson
+
+from annotator.errors import ImportFailure
+from annotator.importers.base import ImportOptions
+
+#: Whole-file JSON parses are used up to this size; larger arrays are streamed with ijson.
+WHOLE_JSON_BYTES = 64 * 1024 * 1024
+
+
+def load_json(path: Path) -> object:
+    """Parse a whole JSON file (for formats whose records are one object)."""
+    data = path.read_bytes()
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ImportFailure(str(path), f"malformed JSON: {exc.msg}", where=f"line {exc.lineno} column {exc.colno}") from exc
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, object]]:
+    """The records of a file holding a JSON array (streamed) or a single object, numbered from 1."""
+    with path.open("rb") as fh:
+        first = fh.read(4096).lstrip()
+    if first[:1] == b"{":
+        yield 1, load_json(path)
+        return
+    if path.stat().st_size <= WHOLE_JSON_BYTES:
+        data = load_json(path)
+        if not isinstance(data, list):
+            raise ImportFailure(str(path), "expected a JSON array of records")
+        yield from enumerate(data, start=1)
+        return
+    n = 0
+    try:
+        with path.open("rb") as fh:
+            for n, item in enumerate(ijson.items(fh, "item", use_float=True), start=1):
+                yield n, item
+    except ijson.common.JSONError as exc:
+        raise ImportFailure(str(path), f"malformed JSON after record {n}: {exc}", where=f"record {n + 1}") from exc
+
+
+def iter_jsonl(path: Path, opts: ImportOptions, skipped: list[int]) -> Iterator[tuple[int, object]]:
+    """Parsed lines of a JSON Lines file with their 1-based line numbers.
+
+    A bad line raises ImportFailure naming it, unless ``opts.skip_bad_lines``: then its number
+    is appended to ``skipped`` and reading goes on.
+    """
+    with path.open("rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if opts.skip_bad_lines:
+                    skipped.append(lineno)
+                    continue
+                raise ImportFailure(
+                    str(path), f"malformed JSON line: {exc.msg} (use --skip-bad-lines to import the rest)",
+                    where=f"line {lineno}",
+                ) from exc
+            yield lineno, value
+
+
+def require(path: Path, record: object, keys: tuple[str, ...], where: str | None = None) -> dict:
+    """The record as a dict with every key present, else an ImportFailure naming what is missing."""
+    if not isinstance(record, dict):
+        raise ImportFailure(str(path), f"expected a JSON object, got {type(record).__name__}", where=where)
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise ImportFailure(str(path), f"record is missing required key(s): {', '.join(missing)}", where=where)
+    return record

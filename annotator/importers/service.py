@@ -1,0 +1,142 @@
+"""Importing files into the store: path expansion, detection, one transaction per file, a summary.
+
+A file is imported whole or not at all: its records are streamed into one write transaction
+that is rolled back on the first error, so a bad record never leaves half a file behind,
+while the other files of the same command still import.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from annotator.errors import AnnotatorError, ImportFailure
+from annotator.importers.base import ImportOptions, registry
+from annotator.importers.detect import detect, read_head
+from annotator.store.attributions import save_attribution
+from annotator.store.db import write
+from annotator.store.labels import add_labels
+from annotator.store.trajectories import save_trajectory
+
+#: Files never taken from a folder walk: documentation and licences beside the data.
+_SKIP_NAMES = {"sources.md", "readme.md", "license", "license.md", "license.txt", "notice"}
+
+
+@dataclass
+class FileResult:
+    """What happened to one file."""
+
+    path: str
+    format: str | None = None
+    imported: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    labels: int = 0
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    skipped_lines: list[int] = field(default_factory=list)
+    trajectory_ids: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class ImportSummary:
+    """Totals over all files of one import command."""
+
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[FileResult]:
+        return [f for f in self.files if not f.ok]
+
+    def total(self, attr: str) -> int:
+        return sum(getattr(f, attr) for f in self.files)
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named, found in folders (recursively) or matched by glob patterns, sorted, no repeats."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and _wanted(f)))
+        elif not p.exists() and any(ch in str(p) for ch in "*?["):
+            out.extend(sorted(Path(m) for m in glob.glob(str(p), recursive=True) if Path(m).is_file()))
+        else:
+            out.append(p)
+    seen: set[Path] = set()
+    unique = []
+    for f in out:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _wanted(f: Path) -> bool:
+    return not f.name.startswith(".") and f.name.lower() not in _SKIP_NAMES
+
+
+def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None) -> FileResult:
+    """Import one file atomically; errors are captured in the result, never half-written."""
+    opts = opts or ImportOptions()
+    result = FileResult(path=str(path))
+    try:
+        if not path.exists():
+            raise ImportFailure(str(path), "no such file")
+        if fmt is not None:
+            importers = registry()
+            if fmt not in importers:
+                raise ImportFailure(str(path), f"unknown --format {fmt!r}; choose from {', '.join(importers)}")
+            read_head(path, opts)  # size, emptiness and encoding checks still apply
+            importer = importers[fmt]
+        else:
+            importer = detect(path, opts)
+        result.format = importer.name
+        with write(db):
+            for rec in importer.read(path, opts):
+                status = save_trajectory(db, rec.trajectory)
+                result.trajectory_ids.append(rec.trajectory.id)
+                setattr(result, status, getattr(result, status) + 1)
+                result.warnings.extend(rec.warnings)
+                if status != "unchanged":
+                    add_labels(db, rec.labels)
+                    result.labels += len(rec.labels)
+                    for att in rec.attributions:
+                        save_attribution(db, att)
+            result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+    except AnnotatorError as exc:
+        result.error = str(exc)
+        result.imported = result.updated = result.unchanged = result.labels = 0
+        result.trajectory_ids = []
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        result.error = f"{path}: {exc}"
+        result.imported = result.updated = result.unchanged = result.labels = 0
+        result.trajectory_ids = []
+    return result
+
+
+def import_paths(
+    db: Database,
+    paths: Iterable[str | Path],
+    fmt: str | None = None,
+    opts: ImportOptions | None = None,
+    progress: Callable[[FileResult], None] | None = None,
+) -> ImportSummary:
+    """Import every file the paths name; one result per file, in order."""
+    summary = ImportSummary()
+    for path in expand_paths(paths):
+        file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {}})
+        result = import_file(db, path, fmt, file_opts)
+        summary.files.append(result)
+        if progress:
+            progress(result)
+    return summary

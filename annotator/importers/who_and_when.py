@@ -1,0 +1,130 @@
+"""Who&When (arXiv 2505.00212): failed multi-agent runs with a human "who and when" attribution.
+
+One message per step (``history[i]`` is step i). The decisive error (``mistake_agent``,
+``mistake_step`` — a 0-based string — and ``mistake_reason``) becomes an Attribution by
+annotator ``who-and-when``; the correctness key gives the outcome. Algorithm-Generated files
+(CaptainAgent/AG2) name speakers in ``name``; Hand-Crafted files (Magentic-One) in ``role``,
+with the addressee in a ``(-> X)`` suffix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from annotator.errors import ImportFailure
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.detect import Head
+from annotator.importers.reading import load_json, require
+from annotator.models import HIDDEN, Attribution, Step, Trajectory
+
+ANNOTATOR = "who-and-when"
+_ROLE = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<inner>[^)]*)\)\s*$")
+
+
+@register
+class WhoAndWhen(Importer):
+    name = "who_and_when"
+    description = "Who&When failure-attribution records (history + mistake_agent/mistake_step)"
+
+    def sniff(self, head: Head) -> bool:
+        return head.kind == "json" and {"history", "mistake_agent", "mistake_step"} <= head.keys("")
+
+    def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        rec = require(path, load_json(path), ("history", "mistake_agent", "mistake_step"))
+        history = rec["history"]
+        if not isinstance(history, list):
+            raise ImportFailure(str(path), "'history' must be a list of messages")
+        hand_crafted = any("name" not in m for m in history if isinstance(m, dict))
+        steps = [_step(path, i, m) for i, m in enumerate(history)]
+        correct = rec.get("is_correct", rec.get("is_corrected"))
+        question_id = rec.get("question_ID")
+        traj_id = stable_id("who_and_when", question_id or path.name, len(history))
+        meta: dict = {k: rec[k] for k in ("question_ID", "level", "system_prompt") if k in rec}
+        meta[HIDDEN] = {k: rec[k] for k in ("is_correct", "is_corrected", "ground_truth", "mistake_type") if k in rec}
+        traj = Trajectory(
+            id=traj_id,
+            source_format=self.name,
+            source_path=str(path),
+            title=f"{path.stem}",
+            system="Magentic-One" if hand_crafted else "CaptainAgent",
+            benchmark="GAIA" if hand_crafted else "AssistantBench/GAIA",
+            task=as_text(rec.get("question")) or None,
+            outcome="unknown" if correct is None else ("success" if correct else "failure"),
+            metadata=meta,
+            raw=path.read_bytes(),
+            steps=steps,
+        )
+        traj = finish(traj, opts)
+        attribution, warnings = _attribution(traj, rec)
+        yield ImportedRecord(trajectory=traj, attributions=[attribution], warnings=warnings)
+
+
+def _step(path: Path, i: int, msg: object) -> Step:
+    if not isinstance(msg, dict) or "content" not in msg:
+        raise ImportFailure(str(path), "history item is not a message with 'content'", where=f"history[{i}]")
+    role = msg.get("role")
+    agent = msg.get("name") or role
+    recipient = None
+    kind = "message"
+    m = _ROLE.match(str(role or ""))
+    if "name" not in msg and m:
+        agent = m["agent"].strip()
+        inner = m["inner"].strip()
+        if inner.startswith("->"):
+            recipient = inner[2:].strip()
+        elif inner == "thought":
+            kind = "thought"
+        else:
+            kind = "plan" if inner == "termination condition" else kind
+    if str(agent).replace("_", "").lower() == "computerterminal":
+        kind = "tool_result"
+    return Step(
+        index=i,
+        id=f"history[{i}]",
+        agent=str(agent) if agent is not None else None,
+        role=str(role) if role is not None else None,
+        recipient=recipient,
+        kind=kind,
+        content=as_text(msg.get("content")),
+        raw=orjson.loads(orjson.dumps(msg, default=str)),
+    )
+
+
+def _attribution(traj: Trajectory, rec: dict) -> tuple[Attribution, list[str]]:
+    given = rec.get("mistake_step")
+    agent = rec.get("mistake_agent")
+    warnings: list[str] = []
+    step: int | None = None
+    try:
+        step = int(str(given).strip())
+    except ValueError:
+        warnings.append(f"mistake_step {given!r} is not a step number")
+    if step is not None and not 0 <= step < len(traj.steps):
+        warnings.append(f"mistake_step {step} is outside the {len(traj.steps)} steps")
+        step = None
+    if step is not None and agent:
+        speaker = traj.steps[step].agent or ""
+        if speaker != agent:
+            if speaker.lower() == str(agent).lower():
+                how = "differs only in case from"
+            elif str(agent).lower() in (traj.steps[step].role or speaker).lower():
+                how = "is part of"
+            else:
+                how = "is not"
+            warnings.append(f"mistake_agent {agent!r} {how} the speaker of step {step} ({speaker!r})")
+    return (
+        Attribution(
+            trajectory_id=traj.id,
+            annotator=ANNOTATOR,
+            step=step,
+            step_as_given=None if given is None else str(given),
+            agent=agent,
+            reason=rec.get("mistake_reason"),
+            warnings=warnings,
+        ),
+        warnings,
+    )

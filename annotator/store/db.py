@@ -1,0 +1,63 @@
+"""Opening the database: the connection settings that make concurrent annotators safe.
+
+WAL lets readers and one writer work at once (two annotators in one file); the busy timeout
+turns a momentary lock into a short wait instead of a "database is locked" error; writes
+start with BEGIN IMMEDIATE so two writers queue up instead of deadlocking on a lock upgrade.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlite_utils
+
+from annotator.errors import StoreError
+from annotator.store.schema import MIGRATIONS
+
+#: Seconds a writer waits for another process's transaction before giving up.
+BUSY_TIMEOUT_S = 30.0
+
+
+def open_db(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating if needed) and migrate the database at ``path``; the only way in."""
+    path = Path(path)
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path}: is a directory, not a database file")
+    if not path.parent.exists():
+        raise StoreError(f"{path}: folder {path.parent} does not exist")
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        db = sqlite_utils.Database(conn)
+        with write(db):
+            MIGRATIONS.apply(db)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot open database: {exc}") from exc
+    return db
+
+
+@contextmanager
+def write(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+    """One write transaction: all of it is committed, or none of it.
+
+    Nested use joins the outer transaction (through a savepoint), so store functions can be
+    composed into one atomic unit such as "import this file".
+    """
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.rollback()
+        raise
+    else:
+        db.conn.commit()

@@ -1,0 +1,250 @@
+"""Labels: append-only rows, retractions, the current state, and suggestion decisions.
+
+Nothing is updated in place. ``add_label`` appends a row and points ``label_state`` at it;
+``retract`` appends a row that withdraws an earlier one and points ``label_state`` back at
+the newest row still standing. History and multi-level undo follow from that for free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlite_utils import Database
+
+from annotator.errors import NotFound
+from annotator.models import SCHEMA_VERSION, Decision, Label, utcnow
+from annotator.store._json import dumps, loads
+from annotator.store.db import write
+
+_COLS = (
+    "id, trajectory_id, mode_id, annotator, verdict, onset_step, evidence_steps, quote, note,"
+    " rationale, confidence, provenance, run_id, grounded, taxonomy_hash, retracts, extra, created_at"
+)
+
+
+def _label(row: Sequence) -> Label:
+    return Label(
+        id=row[0],
+        trajectory_id=row[1],
+        mode_id=row[2],
+        annotator=row[3],
+        verdict=row[4],
+        onset_step=row[5],
+        evidence_steps=loads(row[6], []),
+        quote=row[7],
+        note=row[8],
+        rationale=row[9],
+        confidence=row[10],
+        provenance=row[11],
+        run_id=row[12],
+        grounded=None if row[13] is None else bool(row[13]),
+        taxonomy_hash=row[14],
+        retracts=row[15],
+        extra=loads(row[16], {}),
+        created_at=row[17],
+    )
+
+
+def _insert(db: Database, label: Label) -> int:
+    cur = db.execute(
+        "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
+        " evidence_steps, quote, note, rationale, confidence, provenance, run_id, grounded,"
+        " taxonomy_hash, retracts, extra, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            SCHEMA_VERSION,
+            label.trajectory_id,
+            label.mode_id,
+            label.annotator,
+            label.verdict,
+            label.onset_step,
+            dumps(label.evidence_steps),
+            label.quote,
+            label.note,
+            label.rationale,
+            label.confidence,
+            label.provenance,
+            label.run_id,
+            None if label.grounded is None else int(label.grounded),
+            label.taxonomy_hash,
+            label.retracts,
+            dumps(label.extra),
+            label.created_at.isoformat(),
+        ],
+    )
+    return cur.lastrowid
+
+
+def add_label(db: Database, label: Label) -> int:
+    """Append a label and make it the current one for its (trajectory, annotator, mode)."""
+    return add_labels(db, [label])[0]
+
+
+def add_labels(db: Database, labels: Iterable[Label]) -> list[int]:
+    """Append several labels in one transaction (an import, a run's verdicts for a trajectory)."""
+    ids: list[int] = []
+    with write(db):
+        for label in labels:
+            if label.retracts is not None:
+                raise ValueError("use retract() to withdraw a label")
+            new_id = _insert(db, label)
+            db.execute(
+                "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
+                " VALUES (?, ?, ?, ?)",
+                [label.trajectory_id, label.annotator, label.mode_id, new_id],
+            )
+            ids.append(new_id)
+    return ids
+
+
+def retract(db: Database, label_id: int, annotator: str) -> Label | None:
+    """Withdraw label ``label_id`` (undo). Returns the label that is current afterwards, if any."""
+    with write(db):
+        row = db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no label with id {label_id}")
+        target = _label(row)
+        if target.retracts is not None:
+            raise ValueError(f"label {label_id} is itself a retraction")
+        if db.execute("SELECT 1 FROM labels WHERE retracts = ?", [label_id]).fetchone():
+            raise ValueError(f"label {label_id} is already retracted")
+        _insert(
+            db,
+            target.model_copy(
+                update={
+                    "id": None,
+                    "annotator": target.annotator,
+                    "verdict": None,
+                    "retracts": label_id,
+                    "extra": {"retracted_by": annotator},
+                    "created_at": utcnow(),
+                }
+            ),
+        )
+        newest = db.execute(
+            f"SELECT {_COLS} FROM labels l WHERE trajectory_id = ? AND annotator = ? AND mode_id = ?"
+            " AND retracts IS NULL AND NOT EXISTS (SELECT 1 FROM labels r WHERE r.retracts = l.id)"
+            " ORDER BY id DESC LIMIT 1",
+            [target.trajectory_id, target.annotator, target.mode_id],
+        ).fetchone()
+        key = [target.trajectory_id, target.annotator, target.mode_id]
+        if newest is None:
+            db.execute(
+                "DELETE FROM label_state WHERE trajectory_id = ? AND annotator = ? AND mode_id = ?", key
+            )
+            return None
+        db.execute(
+            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
+            " VALUES (?, ?, ?, ?)",
+            [*key, newest[0]],
+        )
+        return _label(newest)
+
+
+def current_labels(
+    db: Database,
+    trajectory_id: str | None = None,
+    annotator: str | None = None,
+    *,
+    include_cleared: bool = False,
+) -> list[Label]:
+    """The label standing now for each (trajectory, annotator, mode), filtered as asked.
+
+    A tag that was cleared (verdict None) is left out unless ``include_cleared``.
+    """
+    sql = f"SELECT {', '.join('l.' + c.strip() for c in _COLS.split(','))} FROM label_state s JOIN labels l ON l.id = s.label_id"
+    where, params = [], []
+    if trajectory_id is not None:
+        where.append("s.trajectory_id = ?")
+        params.append(trajectory_id)
+    if annotator is not None:
+        where.append("s.annotator = ?")
+        params.append(annotator)
+    if not include_cleared:
+        where.append("l.verdict IS NOT NULL")
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY s.trajectory_id, s.annotator, s.mode_id"
+    return [_label(r) for r in db.execute(sql, params)]
+
+
+def label_rows(db: Database, annotators: Sequence[str] | None = None) -> list[tuple]:
+    """Current labels as plain tuples (trajectory_id, annotator, mode_id, verdict, onset_step),
+    for the reports, which aggregate millions of cells and need no model objects."""
+    sql = (
+        "SELECT s.trajectory_id, s.annotator, s.mode_id, l.verdict, l.onset_step FROM label_state s"
+        " JOIN labels l ON l.id = s.label_id WHERE l.verdict IS NOT NULL"
+    )
+    params: list = []
+    if annotators is not None:
+        sql += f" AND s.annotator IN ({', '.join('?' for _ in annotators)})"
+        params.extend(annotators)
+    return db.execute(sql, params).fetchall()
+
+
+def history(db: Database, trajectory_id: str, annotator: str | None = None) -> list[Label]:
+    """Every row ever written for a trajectory (and annotator), oldest first."""
+    sql = f"SELECT {_COLS} FROM labels WHERE trajectory_id = ?"
+    params: list = [trajectory_id]
+    if annotator is not None:
+        sql += " AND annotator = ?"
+        params.append(annotator)
+    return [_label(r) for r in db.execute(sql + " ORDER BY id", params)]
+
+
+def get_label(db: Database, label_id: int) -> Label:
+    row = db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]).fetchone()
+    if row is None:
+        raise NotFound(f"no label with id {label_id}")
+    return _label(row)
+
+
+def annotators(db: Database) -> list[str]:
+    """Every annotator (person, run or dataset) that has a current label."""
+    return [r[0] for r in db.execute("SELECT DISTINCT annotator FROM label_state ORDER BY annotator")]
+
+
+def decide_suggestion(
+    db: Database, suggestion: Label, annotator: str, decision: Decision, *, taxonomy_hash: str | None = None
+) -> int | None:
+    """Record an annotator's accept/reject of a machine suggestion.
+
+    Accepting also writes the annotator's own label (provenance "accepted", ``run_id`` = the
+    suggestion's run) in the same transaction; returns that label's id.
+    """
+    if suggestion.id is None:
+        raise ValueError("the suggestion must be a stored label")
+    with write(db):
+        db.execute(
+            "INSERT INTO suggestion_decisions (label_id, trajectory_id, mode_id, annotator, decision,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [suggestion.id, suggestion.trajectory_id, suggestion.mode_id, annotator, decision, utcnow().isoformat()],
+        )
+        if decision != "accepted":
+            return None
+        return add_label(
+            db,
+            Label(
+                trajectory_id=suggestion.trajectory_id,
+                mode_id=suggestion.mode_id,
+                annotator=annotator,
+                verdict=suggestion.verdict,
+                onset_step=suggestion.onset_step,
+                evidence_steps=suggestion.evidence_steps,
+                quote=suggestion.quote,
+                provenance="accepted",
+                run_id=suggestion.run_id,
+                taxonomy_hash=taxonomy_hash or suggestion.taxonomy_hash,
+                extra={"suggestion_label_id": suggestion.id},
+            ),
+        )
+
+
+def suggestion_decisions(db: Database, trajectory_id: str, annotator: str) -> dict[int, tuple[Decision, datetime]]:
+    """The latest decision of ``annotator`` on each suggestion (by label id) of a trajectory."""
+    rows = db.execute(
+        "SELECT label_id, decision, created_at FROM suggestion_decisions WHERE trajectory_id = ?"
+        " AND annotator = ? ORDER BY id",
+        [trajectory_id, annotator],
+    ).fetchall()
+    return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}

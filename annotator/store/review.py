@@ -1,0 +1,64 @@
+"""Review state: where each annotator stands with each trajectory, with an append-only history."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from annotator.models import ReviewState, ReviewStatus, utcnow
+from annotator.store.db import write
+
+
+def get_review(db: Database, trajectory_id: str, annotator: str) -> ReviewState:
+    """The annotator's state for a trajectory ("not_started" if never touched)."""
+    row = db.execute(
+        "SELECT status, seconds_spent, updated_at FROM review_state WHERE trajectory_id = ? AND annotator = ?",
+        [trajectory_id, annotator],
+    ).fetchone()
+    if row is None:
+        return ReviewState(trajectory_id=trajectory_id, annotator=annotator)
+    return ReviewState(
+        trajectory_id=trajectory_id, annotator=annotator, status=row[0], seconds_spent=row[1], updated_at=row[2]
+    )
+
+
+def set_review(
+    db: Database, trajectory_id: str, annotator: str, status: ReviewStatus, *, add_seconds: float = 0.0
+) -> ReviewState:
+    """Change the status (and add time spent); every change is also logged in review_events."""
+    now = utcnow().isoformat()
+    with write(db):
+        db.execute(
+            "INSERT INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (trajectory_id, annotator) DO UPDATE SET"
+            " status = excluded.status, seconds_spent = review_state.seconds_spent + excluded.seconds_spent,"
+            " updated_at = excluded.updated_at",
+            [trajectory_id, annotator, status, max(add_seconds, 0.0), now],
+        )
+        db.execute(
+            "INSERT INTO review_events (trajectory_id, annotator, status, created_at) VALUES (?, ?, ?, ?)",
+            [trajectory_id, annotator, status, now],
+        )
+    return get_review(db, trajectory_id, annotator)
+
+
+def review_states(db: Database, annotator: str | None = None) -> list[ReviewState]:
+    """Every stored review state (of one annotator, or of all)."""
+    sql = "SELECT trajectory_id, annotator, status, seconds_spent, updated_at FROM review_state"
+    params: list = []
+    if annotator is not None:
+        sql += " WHERE annotator = ?"
+        params.append(annotator)
+    return [
+        ReviewState(trajectory_id=r[0], annotator=r[1], status=r[2], seconds_spent=r[3], updated_at=r[4])
+        for r in db.execute(sql + " ORDER BY trajectory_id, annotator", params)
+    ]
+
+
+def finished_by(db: Database, annotator: str) -> set[str]:
+    """Ids of the trajectories an annotator has marked done."""
+    return {
+        r[0]
+        for r in db.execute(
+            "SELECT trajectory_id FROM review_state WHERE annotator = ? AND status = 'done'", [annotator]
+        )
+    }

@@ -1,0 +1,182 @@
+"""Numbered, append-only migrations. Never edit one that has shipped: add the next.
+
+Each function says why it exists. ``open_db`` applies the pending ones inside one
+transaction, so a database is always at the latest schema or untouched.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATIONS = Migrations("mast-annotator")
+
+
+@MIGRATIONS(name="001_initial")
+def _m001_initial(db: Database) -> None:
+    """The core tables.
+
+    Steps get a row each so a 10,000-step trajectory is read a page at a time; labels are
+    append-only rows and ``label_state`` points at the current row of each
+    (trajectory, annotator, mode) so that reading the current labels never scans history.
+    """
+    db.execute(
+        """
+        CREATE TABLE trajectories (
+            id TEXT PRIMARY KEY,
+            schema_version INTEGER NOT NULL,
+            source_format TEXT NOT NULL,
+            source_path TEXT,
+            source_ref TEXT,
+            title TEXT,
+            system TEXT,
+            model TEXT,
+            benchmark TEXT,
+            task TEXT,
+            outcome TEXT NOT NULL DEFAULT 'unknown',
+            score REAL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            raw BLOB,
+            content_hash TEXT NOT NULL,
+            imported_at TEXT NOT NULL,
+            n_steps INTEGER NOT NULL DEFAULT 0,
+            agents TEXT NOT NULL DEFAULT '[]'
+        )"""
+    )
+    for col in ("system", "model", "benchmark", "outcome", "source_format"):
+        db.execute(f"CREATE INDEX idx_trajectories_{col} ON trajectories({col})")
+    db.execute(
+        """
+        CREATE TABLE steps (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            agent TEXT,
+            role TEXT,
+            recipient TEXT,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_name TEXT,
+            tool_args TEXT,
+            call_id TEXT,
+            link INTEGER,
+            parent INTEGER,
+            grp TEXT,
+            timestamp TEXT,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            attributes TEXT,
+            raw TEXT,
+            PRIMARY KEY (trajectory_id, idx)
+        )"""
+    )
+    db.execute(
+        "CREATE VIRTUAL TABLE steps_fts USING fts5(content, content='steps', content_rowid='rowid')"
+    )
+    db.execute(
+        """
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            schema_version INTEGER NOT NULL,
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            mode_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            verdict TEXT,
+            onset_step INTEGER,
+            evidence_steps TEXT NOT NULL DEFAULT '[]',
+            quote TEXT,
+            note TEXT,
+            rationale TEXT,
+            confidence REAL,
+            provenance TEXT NOT NULL,
+            run_id INTEGER,
+            grounded INTEGER,
+            taxonomy_hash TEXT,
+            retracts INTEGER REFERENCES labels(id),
+            extra TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX idx_labels_key ON labels(trajectory_id, annotator, mode_id)")
+    db.execute("CREATE INDEX idx_labels_annotator ON labels(annotator)")
+    db.execute(
+        """
+        CREATE TABLE label_state (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            mode_id TEXT NOT NULL,
+            label_id INTEGER NOT NULL REFERENCES labels(id),
+            PRIMARY KEY (trajectory_id, annotator, mode_id)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_label_state_annotator ON label_state(annotator)")
+    db.execute(
+        """
+        CREATE TABLE review_state (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            status TEXT NOT NULL,
+            seconds_spent REAL NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (trajectory_id, annotator)
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE review_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE label_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            schema_version INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            model TEXT,
+            endpoint_host TEXT,
+            prompt_name TEXT,
+            prompt_hash TEXT,
+            params TEXT NOT NULL DEFAULT '{}',
+            taxonomy_hash TEXT,
+            status TEXT NOT NULL,
+            counts TEXT NOT NULL DEFAULT '{}',
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE attributions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            step INTEGER,
+            step_as_given TEXT,
+            agent TEXT,
+            reason TEXT,
+            warnings TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            UNIQUE (trajectory_id, annotator)
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE suggestion_decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            label_id INTEGER NOT NULL REFERENCES labels(id),
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            mode_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            decision TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX idx_decisions ON suggestion_decisions(trajectory_id, annotator)")

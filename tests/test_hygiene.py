@@ -1,0 +1,66 @@
+"""The floors of the house stay apart: textual only in the TUI, openai only in labelling/llm.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted((ROOT / "annotator").rglob("*.py")) + sorted((ROOT / "taxonomy").rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_sources_found():
+    assert len(SOURCES) > 10
+
+
+def test_textual_only_in_tui():
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in SOURCES
+        if "textual" in _imports(p) and "tui" not in p.relative_to(ROOT).parts
+    ]
+    assert offenders == []
+
+
+def test_openai_only_in_llm_module():
+    allowed = ROOT / "annotator" / "labelling" / "llm.py"
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if "openai" in _imports(p) and p != allowed]
+    assert offenders == []
+
+
+def test_core_never_imports_front_ends():
+    """Nothing below the front ends imports the CLI or the TUI (data flows one way)."""
+    offenders = []
+    for p in SOURCES:
+        rel = p.relative_to(ROOT)
+        if rel.parts[:2] in (("annotator", "tui"),) or rel.name == "cli.py":
+            continue
+        text = p.read_text(encoding="utf-8")
+        if "annotator.cli" in text or "annotator.tui" in text:
+            offenders.append(str(rel))
+    assert offenders == []
+
+
+def test_cli_help_does_not_import_heavy_modules():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from click.testing import CliRunner; from annotator.cli import main;"
+        "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output;"
+        "heavy = [m for m in ('openai', 'textual', 'scipy', 'statsmodels', 'sklearn') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
