@@ -180,3 +180,40 @@ def _m001_initial(db: Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX idx_decisions ON suggestion_decisions(trajectory_id, annotator)")
+
+
+@MIGRATIONS(name="002_prelabel")
+def _m002_prelabel(db: Database) -> None:
+    """Pre-labelling: the request cache and the per-trajectory record of each run.
+
+    ``llm_requests`` keeps every judge response under a key of (model, endpoint, prompt hash,
+    parameters, sample index), committed the moment it arrives, so that a re-run or a run
+    resumed after Ctrl-C or ``kill -9`` sends no request twice. ``run_items`` records, per run
+    and trajectory, whether its labels were stored (in the same transaction as the labels) or
+    why it failed, which is what resuming skips and what a failure report lists.
+    """
+    db.execute(
+        """
+        CREATE TABLE llm_requests (
+            key TEXT PRIMARY KEY,
+            trajectory_id TEXT,
+            model TEXT NOT NULL,
+            endpoint_host TEXT,
+            response TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE run_items (
+            run_id INTEGER NOT NULL REFERENCES label_runs(id),
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            status TEXT NOT NULL,
+            error TEXT,
+            requests INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, trajectory_id)
+        )"""
+    )

@@ -1,0 +1,93 @@
+"""Checking a judge's answer against the codebook and the trajectory before it is believed.
+
+Two levels. An answer that names modes the codebook does not have, leaves modes out, or cites
+steps that do not exist is *invalid*: it is sent back to the judge with the reason, and if it
+stays invalid the trajectory is recorded as failed; such an answer is never stored. A verdict
+"present" whose quote cannot be found (whitespace normalised) in any cited step is *ungrounded*:
+it is stored, flagged ``grounded=False``, so a reviewer sees that the judge's evidence did not
+check out instead of trusting it (MAST's own lesson: verify externally, here applied to the judge).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, ModeVerdict
+from annotator.models import Step
+from taxonomy import Taxonomy
+
+_WS = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """Whitespace folded and case ignored: how quotes are compared with steps."""
+    return _WS.sub(" ", text).strip().casefold()
+
+
+def quote_in_steps(quote: str, steps: Sequence[Step], cited: Sequence[int]) -> bool:
+    """Whether ``quote`` occurs in one of the ``cited`` steps (content or tool arguments)."""
+    needle = normalise(quote.strip().strip("\"'“”…").strip())
+    if not needle:
+        return False
+    by_index = {s.index: s for s in steps}
+    for i in cited:
+        step = by_index.get(i)
+        if step is None:
+            continue
+        if needle in normalise(step.content) or (step.tool_args and needle in normalise(step.tool_args)):
+            return True
+    return False
+
+
+def check_answer(
+    answer: JudgeAnswer, taxonomy: Taxonomy, steps: Sequence[Step], allowed: range | None = None
+) -> list[ModeVerdict]:
+    """Validate ``answer`` and turn it into verdicts with ``grounded`` set.
+
+    ``allowed`` is the range of step indices the judge was shown (a window); citing a step
+    outside it is invalid. Raises InvalidAnswer with a message fit to send back to the judge.
+    """
+    indices = {s.index for s in steps}
+    allowed = allowed if allowed is not None else range(min(indices, default=0), max(indices, default=-1) + 1)
+    problems: list[str] = []
+    seen: dict[str, ModeVerdict] = {}
+    for item in answer.modes:
+        mode_id = taxonomy.resolve(item.mode_id)
+        if mode_id is None:
+            problems.append(f"unknown mode id {item.mode_id!r}")
+            continue
+        if mode_id in seen:
+            problems.append(f"mode {mode_id} is answered more than once")
+            continue
+        cited = ([item.onset_step] if item.onset_step is not None else []) + list(item.evidence_steps)
+        bad = [i for i in cited if i not in allowed or i not in indices]
+        if bad:
+            problems.append(
+                f"{mode_id}: step(s) {', '.join(map(str, bad))} do not exist "
+                f"(valid steps: {allowed.start}..{allowed.stop - 1})"
+            )
+            continue
+        if item.present:
+            onset = item.onset_step if item.onset_step is not None else (min(cited) if cited else None)
+            grounded = bool(cited) and bool(item.quote) and quote_in_steps(item.quote or "", steps, cited)
+            seen[mode_id] = ModeVerdict(
+                mode_id=mode_id,
+                verdict="present",
+                onset_step=onset,
+                evidence_steps=sorted(set(item.evidence_steps) - {onset}),
+                quote=item.quote,
+                rationale=item.rationale,
+                confidence=item.confidence,
+                grounded=grounded,
+            )
+        else:
+            seen[mode_id] = ModeVerdict(
+                mode_id=mode_id, verdict="absent", rationale=item.rationale, confidence=item.confidence
+            )
+    missing = [m for m in taxonomy.mode_ids if m not in seen]
+    if missing:
+        problems.append(f"no answer for mode(s) {', '.join(missing)}")
+    if problems:
+        raise InvalidAnswer("; ".join(problems))
+    return [seen[m] for m in taxonomy.mode_ids]

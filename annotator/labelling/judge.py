@@ -1,0 +1,225 @@
+"""The LLM labeller: plans a trajectory's requests, asks through the cache, validates, votes.
+
+A trajectory becomes one request per (window, model, sample). Every request has a cache key
+of (model, endpoint, prompt hash, parameters, sample index); a response is stored the moment
+it arrives and read back instead of being sent again. An answer that fails validation is sent
+back once with the reason (``repairs``), and if it is still invalid the trajectory fails: no
+label is made from it. Verdicts of a vote's windows are merged, then votes are combined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlite_utils import Database
+
+from annotator.errors import LabellingError
+from annotator.labelling import mast_original
+from annotator.labelling.grounding import check_answer
+from annotator.labelling.llm import JudgeClient, extract_json
+from annotator.labelling.pricing import Price, Usage
+from annotator.labelling.prompts import (
+    content_tag,
+    part_note,
+    render_step,
+    render_trajectory,
+    repair_messages,
+    structured_messages,
+)
+from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
+from annotator.labelling.voting import majority
+from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
+from annotator.models import Trajectory
+from annotator.store.requests import cached_response, store_response
+from taxonomy import Taxonomy
+
+PromptName = Literal["structured", "mast-original"]
+#: Tokens kept free in every request for the instructions' own variations and the task text.
+_MARGIN_TOKENS = 200
+
+
+class BudgetExhausted(LabellingError):
+    """The next request would take the run over ``--max-cost``: the run stops cleanly."""
+
+
+class JudgeSettings(BaseModel):
+    """How the judge is asked: recorded in the run's parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(min_length=1)
+    base_url: str | None = None
+    prompt: PromptName = "structured"
+    samples: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_input_tokens: int = Field(60_000, ge=500)
+    max_output_tokens: int | None = None
+    repairs: int = Field(1, ge=0)
+
+
+class PlannedRequest(BaseModel):
+    """One first-round request of a trajectory: which window, which voter, and its cache key."""
+
+    model: str
+    sample: int
+    window: int
+    first_step: int
+    last_step: int
+    messages: list[dict[str, str]]
+    key: str
+
+
+def expected_output_tokens(prompt: PromptName, n_modes: int) -> int:
+    """A typical answer's length, for dry-run estimates and budget reservations."""
+    return 40 * n_modes + 60 if prompt == "structured" else 12 * n_modes + 80
+
+
+class LLMLabeller:
+    """The judge as a Labeller; needs a client only to send what the cache does not hold."""
+
+    kind = "llm"
+
+    def __init__(
+        self,
+        db: Database,
+        client: JudgeClient | None,
+        settings: JudgeSettings,
+        taxonomy: Taxonomy,
+        *,
+        prices: dict[str, Price],
+        usage: Usage,
+        endpoint_host: str | None,
+        definitions: dict[str, str] | None = None,
+    ):
+        self.db, self.client, self.settings, self.taxonomy = db, client, settings, taxonomy
+        self.prices, self.usage, self.endpoint_host = prices, usage, endpoint_host
+        self.definitions = definitions
+        self.schema = answer_schema() if settings.prompt == "structured" else None
+        self.sent = 0
+        self.cached = 0
+
+    # -- planning --------------------------------------------------------------------------
+
+    def _messages(self, tag: str, text: str) -> list[dict[str, str]]:
+        if self.settings.prompt == "structured":
+            return structured_messages(self.taxonomy, self.schema or {}, tag, text)
+        return mast_original.messages(self.taxonomy, tag, text, self.definitions)
+
+    def key(self, model: str, messages: list[dict[str, str]], sample: int) -> str:
+        """The cache key of a request: model, endpoint, prompt hash, parameters, sample index."""
+        s = self.settings
+        prompt = hashlib.sha256(orjson.dumps(messages)).hexdigest()
+        params = {"prompt": s.prompt, "temperature": s.temperature, "max_tokens": s.max_output_tokens}
+        material = orjson.dumps([model, s.base_url or "", prompt, params, sample], option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(material).hexdigest()
+
+    def plan(self, traj: Trajectory) -> list[PlannedRequest]:
+        """Every first-round request of ``traj``, windows first, then models, then samples."""
+        s = self.settings
+        model0 = s.models[0]
+        tag = content_tag(traj)
+        rendered = [render_step(step, tag) for step in traj.steps]
+        empty = render_trajectory(traj, [], tag, part_note(traj.steps, len(traj.steps), 1, 2) if traj.steps else None)
+        overhead = sum(count_tokens(m["content"], model0) for m in self._messages(tag, empty))
+        budget = max(s.max_input_tokens - overhead - _MARGIN_TOKENS, 1)
+        windows = plan_windows([count_tokens(r, model0) for r in rendered], budget)
+        plans = []
+        for k, w in enumerate(windows):
+            steps = traj.steps[w.start : w.stop]
+            note = part_note(steps, len(traj.steps), k + 1, len(windows)) if steps else None
+            messages = self._messages(tag, render_trajectory(traj, rendered[w.start : w.stop], tag, note))
+            for model in s.models:
+                for sample in range(s.samples):
+                    plans.append(
+                        PlannedRequest(
+                            model=model,
+                            sample=sample,
+                            window=k,
+                            first_step=steps[0].index if steps else 0,
+                            last_step=steps[-1].index if steps else -1,
+                            messages=messages,
+                            key=self.key(model, messages, sample),
+                        )
+                    )
+        return plans
+
+    def estimate(self, req: PlannedRequest) -> tuple[int, int, float]:
+        """(input tokens, output tokens, cost) expected for one request."""
+        tin = sum(count_tokens(m["content"], req.model) for m in req.messages)
+        tout = self.settings.max_output_tokens or expected_output_tokens(self.settings.prompt, len(self.taxonomy.modes))
+        return tin, tout, self.prices[req.model].cost(tin, tout)
+
+    # -- labelling -------------------------------------------------------------------------
+
+    async def label(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
+        plans = self.plan(trajectory)
+        results = await asyncio.gather(*(self._answer(trajectory, p) for p in plans), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        votes: dict[tuple[str, int], list[list[ModeVerdict]]] = {}
+        for p, verdicts in zip(plans, results, strict=True):
+            votes.setdefault((p.model, p.sample), []).append(verdicts)  # type: ignore[arg-type]
+        return majority([(f"{m}#{k}", merge_windows(ws)) for (m, k), ws in votes.items()])
+
+    async def _answer(self, traj: Trajectory, req: PlannedRequest) -> list[ModeVerdict]:
+        messages, key, problem = req.messages, req.key, ""
+        for _ in range(self.settings.repairs + 1):
+            text = await self._ask(traj.id, req, messages, key)
+            try:
+                return self._read(text, traj, req)
+            except InvalidAnswer as exc:
+                problem = str(exc)
+            messages = repair_messages(req.messages, text, problem)
+            key = self.key(req.model, messages, req.sample)
+        raise LabelFailure(
+            f"{req.model}: invalid answer after {self.settings.repairs + 1} tries: {problem}"
+        )
+
+    def _read(self, text: str, traj: Trajectory, req: PlannedRequest) -> list[ModeVerdict]:
+        if self.settings.prompt == "mast-original":
+            return mast_original.to_verdicts(text, self.taxonomy)
+        try:
+            answer = JudgeAnswer.model_validate(extract_json(text))
+        except ValueError as exc:  # ValidationError is a ValueError too
+            if isinstance(exc, ValidationError):
+                detail = "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:8]
+                )
+                raise InvalidAnswer(f"the JSON does not match the schema: {detail}") from exc
+            raise InvalidAnswer("the reply is not a JSON object") from exc
+        window = [s for s in traj.steps if req.first_step <= s.index <= req.last_step]
+        return check_answer(answer, self.taxonomy, window, range(req.first_step, req.last_step + 1))
+
+    async def _ask(self, traj_id: str, req: PlannedRequest, messages: list[dict[str, str]], key: str) -> str:
+        hit = cached_response(self.db, key)
+        if hit is not None:
+            self.cached += 1
+            return hit.response
+        if self.client is None:
+            raise LabelFailure("the response is not cached and no endpoint is configured")
+        tin, tout, cost = self.estimate(req.model_copy(update={"messages": messages}))
+        if not self.usage.reserve(cost):
+            raise BudgetExhausted(f"the next request would exceed --max-cost {self.usage.max_cost:g} USD")
+        got_in = got_out = 0
+        try:
+            reply = await self.client.complete(
+                req.model,
+                messages,
+                temperature=self.settings.temperature,
+                schema=self.schema,
+                max_tokens=self.settings.max_output_tokens,
+            )
+            got_in, got_out = reply.tokens_in or tin, reply.tokens_out
+            store_response(
+                self.db, key, reply.content, model=req.model, endpoint_host=self.endpoint_host,
+                trajectory_id=traj_id, tokens_in=got_in, tokens_out=got_out,
+            )
+        finally:
+            self.usage.settle(cost, self.prices[req.model], got_in, got_out)
+        self.sent += 1
+        return reply.content

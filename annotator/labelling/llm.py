@@ -1,0 +1,216 @@
+"""The judge's connection: any OpenAI-compatible endpoint through the official openai client.
+
+This is the only module that imports ``openai`` (lazily, so ``mast --help`` stays fast). It
+sends one chat request with a bounded number of attempts, retrying with exponential backoff
+and jitter (tenacity) on 429, 5xx, timeouts, connection errors and unreadable responses, and
+honouring ``Retry-After``. Structured output degrades by capability: ``response_format`` of type
+``json_schema`` first; if the server rejects it (llama.cpp answers it with HTTP 500), ``json_object``
+with the schema; then plain text, the JSON then being extracted from the reply. The mode that
+worked is kept for the rest of the run. The API key lives only inside the client object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from annotator.errors import LabellingError
+
+FormatMode = Literal["json_schema", "json_object", "text"]
+_NEXT_MODE: dict[str, FormatMode] = {"json_schema": "json_object", "json_object": "text"}
+#: Statuses with which servers turn down a response_format they do not support.
+_CAPABILITY_STATUSES = {400, 404, 422, 500, 501}
+#: Longest wait a Retry-After header may impose on one retry.
+MAX_RETRY_AFTER_S = 60.0
+
+
+class Completion(BaseModel):
+    """A judge's reply and what it cost."""
+
+    content: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class EndpointError(LabellingError):
+    """The endpoint kept failing until the attempts ran out, or refused the request outright."""
+
+
+def _openai():
+    import openai
+
+    return openai
+
+
+def _transient(exc: BaseException) -> bool:
+    openai = _openai()
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return isinstance(
+        exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError)
+    )
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _Wait:
+    """Exponential backoff with jitter, unless the server said how long to wait."""
+
+    def __init__(self, initial: float, maximum: float):
+        self._backoff = wait_exponential_jitter(initial=initial, max=maximum)
+
+    def __call__(self, state) -> float:
+        told = _retry_after(state.outcome.exception() if state.outcome else None)
+        return told if told is not None else self._backoff(state)
+
+
+class JudgeClient:
+    """One endpoint: an AsyncOpenAI client, a concurrency bound, retries and the format fallback."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str,
+        timeout: float = 120.0,
+        max_attempts: int = 5,
+        concurrency: int = 16,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+    ):
+        openai = _openai()
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        self.max_attempts = max(1, max_attempts)
+        self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._wait = _Wait(backoff_initial, backoff_max)
+        self.modes: dict[str, FormatMode] = {}
+        self.sent = 0
+
+    def __repr__(self) -> str:  # never show the key
+        return f"JudgeClient(base_url={str(self._client.base_url)!r})"
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self, model: str, messages: list[dict[str, str]], *, temperature: float, schema: dict[str, Any] | None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One reply, trying weaker structured-output modes if the server rejects a stronger one."""
+        mode: FormatMode = self.modes.get(model, "json_schema" if schema is not None else "text")
+        openai = _openai()
+        while True:
+            try:
+                result = await self._send(model, messages, temperature, schema, mode, max_tokens)
+            except openai.APIStatusError as exc:
+                nxt = _NEXT_MODE.get(mode)
+                if nxt is None or exc.status_code not in _CAPABILITY_STATUSES or self.modes.get(model) == mode:
+                    raise EndpointError(f"{model}: HTTP {exc.status_code}: {_message(exc)}") from exc
+                mode = nxt
+                continue
+            except (openai.APIError, json.JSONDecodeError) as exc:
+                raise EndpointError(f"{model}: {type(exc).__name__}: {_message(exc)}") from exc
+            self.modes[model] = mode
+            return result
+
+    def request_body(
+        self, model: str, messages: list[dict[str, str]], temperature: float, schema: dict[str, Any] | None,
+        mode: FormatMode = "json_schema", max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """The request body for a mode (also what a Batch API input line carries)."""
+        body: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if schema is not None and mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judge_answer", "schema": schema, "strict": False},
+            }
+        elif schema is not None and mode == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        return body
+
+    async def _send(self, model, messages, temperature, schema, mode: FormatMode, max_tokens) -> Completion:
+        body = self.request_body(model, messages, temperature, schema, mode, max_tokens)
+        # A capability probe (the mode not yet confirmed) is not retried: its failure means fallback.
+        first_try_decides = schema is not None and mode != "text" and self.modes.get(model) != mode
+
+        def retryable(exc: BaseException) -> bool:
+            openai = _openai()
+            if first_try_decides and isinstance(exc, openai.APIStatusError) and exc.status_code in _CAPABILITY_STATUSES:
+                return False
+            return _transient(exc)
+
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(retryable),
+            reraise=True,
+        ):
+            with attempt:
+                async with self._limit:
+                    self.sent += 1
+                    resp = await self._client.chat.completions.create(**body)
+                if not getattr(resp, "choices", None):
+                    raise json.JSONDecodeError("response without choices", "", 0)
+                usage = resp.usage
+                return Completion(
+                    content=resp.choices[0].message.content or "",
+                    tokens_in=getattr(usage, "prompt_tokens", 0) or 0,
+                    tokens_out=getattr(usage, "completion_tokens", 0) or 0,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True always raises
+
+    # -- Batch API ---------------------------------------------------------------------------
+
+    async def submit_batch(self, jsonl: bytes) -> str:
+        """Upload a JSONL of chat requests and start a batch over it; returns the batch id."""
+        f = await self._client.files.create(file=("requests.jsonl", jsonl, "application/jsonl"), purpose="batch")
+        batch = await self._client.batches.create(
+            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        return batch.id
+
+    async def batch_status(self, batch_id: str) -> tuple[str, str | None, str | None]:
+        """(status, output file id, error file id) of a batch."""
+        b = await self._client.batches.retrieve(batch_id)
+        return b.status, b.output_file_id, b.error_file_id
+
+    async def download(self, file_id: str) -> bytes:
+        content = await self._client.files.content(file_id)
+        return content.read() if hasattr(content, "read") else bytes(content.content)
+
+
+def _message(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return " ".join(str(text).split())[:300]
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a reply: the whole text, a fenced block, or the outermost braces."""
+    text = text.strip()
+    candidates = [text]
+    if "```" in text:
+        for chunk in text.split("```")[1::2]:
+            candidates.append(chunk.removeprefix("json").strip())
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for c in candidates:
+        try:
+            return orjson.loads(c)
+        except orjson.JSONDecodeError:
+            continue
+    raise ValueError("no JSON object found in the reply")

@@ -1,0 +1,116 @@
+"""Pre-labelling state: the judge's request cache and each run's per-trajectory outcome.
+
+A response is written the moment it arrives (its own short transaction), so an interrupted
+run loses at most the requests in flight. A trajectory's labels and its ``run_items`` row are
+written in one transaction: a trajectory is either fully labelled by a run or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+from sqlite_utils import Database
+
+from annotator.models import Label, utcnow
+from annotator.store.db import write
+from annotator.store.labels import add_labels
+
+ItemStatus = Literal["done", "failed"]
+
+
+class CachedResponse(BaseModel):
+    """A judge's response as stored: the text and the tokens it cost when it was first sent."""
+
+    key: str
+    response: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class RunItem(BaseModel):
+    """What one run did with one trajectory."""
+
+    trajectory_id: str
+    status: ItemStatus
+    error: str | None = None
+    requests: int = 0
+
+
+def cached_response(db: Database, key: str) -> CachedResponse | None:
+    row = db.execute(
+        "SELECT key, response, tokens_in, tokens_out FROM llm_requests WHERE key = ?", [key]
+    ).fetchone()
+    return None if row is None else CachedResponse(key=row[0], response=row[1], tokens_in=row[2], tokens_out=row[3])
+
+
+def cached_keys(db: Database, keys: Iterable[str]) -> set[str]:
+    """Which of ``keys`` have a stored response."""
+    keys = list(keys)
+    found: set[str] = set()
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        found.update(r[0] for r in db.execute(f"SELECT key FROM llm_requests WHERE key IN ({marks})", chunk))
+    return found
+
+
+def store_response(
+    db: Database,
+    key: str,
+    response: str,
+    *,
+    model: str,
+    endpoint_host: str | None,
+    trajectory_id: str | None,
+    tokens_in: int,
+    tokens_out: int,
+) -> None:
+    """Keep a response under its key (first writer wins: a response is never replaced)."""
+    with write(db):
+        db.execute(
+            "INSERT OR IGNORE INTO llm_requests (key, trajectory_id, model, endpoint_host, response,"
+            " tokens_in, tokens_out, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [key, trajectory_id, model, endpoint_host, response, tokens_in, tokens_out, utcnow().isoformat()],
+        )
+
+
+def finish_item(
+    db: Database,
+    run_id: int,
+    trajectory_id: str,
+    status: ItemStatus,
+    labels: Sequence[Label] = (),
+    *,
+    error: str | None = None,
+    requests: int = 0,
+) -> None:
+    """Record a run's result for one trajectory together with its labels, atomically.
+
+    Only a run's own annotator (``run:<id>``) and machine provenance are accepted, so that
+    pre-labelling can never write, and so never overwrite, a person's label.
+    """
+    annotator = f"run:{run_id}"
+    for label in labels:
+        if label.annotator != annotator or label.provenance not in ("llm", "rules"):
+            raise ValueError(f"a run may only store labels of {annotator} with machine provenance")
+    with write(db):
+        add_labels(db, labels)
+        db.execute(
+            "INSERT OR REPLACE INTO run_items (run_id, trajectory_id, status, error, requests, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [run_id, trajectory_id, status, error, requests, utcnow().isoformat()],
+        )
+
+
+def run_items(db: Database, run_id: int, status: ItemStatus | None = None) -> list[RunItem]:
+    sql = "SELECT trajectory_id, status, error, requests FROM run_items WHERE run_id = ?"
+    params: list = [run_id]
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(status)
+    return [
+        RunItem(trajectory_id=r[0], status=r[1], error=r[2], requests=r[3])
+        for r in db.execute(sql + " ORDER BY trajectory_id", params)
+    ]
