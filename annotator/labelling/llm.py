@@ -112,13 +112,14 @@ class JudgeClient:
         mode: FormatMode = self.modes.get(model, "json_schema" if schema is not None else "text")
         openai = _openai()
         while True:
+            probe = schema is not None and mode != "text" and self.modes.get(model) != mode
             try:
-                result = await self._send(model, messages, temperature, schema, mode, max_tokens)
+                result = await self._send(model, messages, temperature, schema, mode, max_tokens, probe)
             except openai.APIStatusError as exc:
-                nxt = _NEXT_MODE.get(mode)
-                if nxt is None or exc.status_code not in _CAPABILITY_STATUSES or self.modes.get(model) == mode:
+                if not probe or exc.status_code not in _CAPABILITY_STATUSES:
                     raise EndpointError(f"{model}: HTTP {exc.status_code}: {_message(exc)}") from exc
-                mode = nxt
+                if self.modes.get(model) != mode:  # not confirmed meanwhile by another request
+                    mode = _NEXT_MODE[mode]
                 continue
             except (openai.APIError, json.JSONDecodeError) as exc:
                 raise EndpointError(f"{model}: {type(exc).__name__}: {_message(exc)}") from exc
@@ -142,14 +143,15 @@ class JudgeClient:
             body["response_format"] = {"type": "json_object", "schema": schema}
         return body
 
-    async def _send(self, model, messages, temperature, schema, mode: FormatMode, max_tokens) -> Completion:
+    async def _send(
+        self, model, messages, temperature, schema, mode: FormatMode, max_tokens, probe: bool
+    ) -> Completion:
         body = self.request_body(model, messages, temperature, schema, mode, max_tokens)
-        # A capability probe (the mode not yet confirmed) is not retried: its failure means fallback.
-        first_try_decides = schema is not None and mode != "text" and self.modes.get(model) != mode
 
         def retryable(exc: BaseException) -> bool:
+            # A capability probe (mode not yet confirmed) is not retried: its failure means fallback.
             openai = _openai()
-            if first_try_decides and isinstance(exc, openai.APIStatusError) and exc.status_code in _CAPABILITY_STATUSES:
+            if probe and isinstance(exc, openai.APIStatusError) and exc.status_code in _CAPABILITY_STATUSES:
                 return False
             return _transient(exc)
 

@@ -35,7 +35,6 @@ class RunItem(BaseModel):
     trajectory_id: str
     status: ItemStatus
     error: str | None = None
-    requests: int = 0
 
 
 def cached_response(db: Database, key: str) -> CachedResponse | None:
@@ -84,7 +83,6 @@ def finish_item(
     labels: Sequence[Label] = (),
     *,
     error: str | None = None,
-    requests: int = 0,
 ) -> None:
     """Record a run's result for one trajectory together with its labels, atomically.
 
@@ -98,19 +96,29 @@ def finish_item(
     with write(db):
         add_labels(db, labels)
         db.execute(
-            "INSERT OR REPLACE INTO run_items (run_id, trajectory_id, status, error, requests, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [run_id, trajectory_id, status, error, requests, utcnow().isoformat()],
+            "INSERT OR REPLACE INTO run_items (run_id, trajectory_id, status, error, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [run_id, trajectory_id, status, error, utcnow().isoformat()],
         )
 
 
 def run_items(db: Database, run_id: int, status: ItemStatus | None = None) -> list[RunItem]:
-    sql = "SELECT trajectory_id, status, error, requests FROM run_items WHERE run_id = ?"
+    sql = "SELECT trajectory_id, status, error FROM run_items WHERE run_id = ?"
     params: list = [run_id]
     if status is not None:
         sql += " AND status = ?"
         params.append(status)
     return [
-        RunItem(trajectory_id=r[0], status=r[1], error=r[2], requests=r[3])
+        RunItem(trajectory_id=r[0], status=r[1], error=r[2])
         for r in db.execute(sql + " ORDER BY trajectory_id", params)
     ]
+
+
+def item_counts(db: Database, run_id: int) -> dict[str, int]:
+    """How many trajectories a run has labelled ("done") and failed so far."""
+    counts = {"done": 0, "failed": 0}
+    for status, n in db.execute(
+        "SELECT status, count(*) FROM run_items WHERE run_id = ? GROUP BY status", [run_id]
+    ):
+        counts[status] = n
+    return counts

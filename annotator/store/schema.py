@@ -212,7 +212,6 @@ def _m002_prelabel(db: Database) -> None:
             trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
             status TEXT NOT NULL,
             error TEXT,
-            requests INTEGER NOT NULL DEFAULT 0,
             updated_at TEXT NOT NULL,
             PRIMARY KEY (run_id, trajectory_id)
         )"""

@@ -1,0 +1,185 @@
+"""The bulk runner: label many trajectories with any Labeller, concurrently, resumably, honestly.
+
+Trajectories are pulled by a bounded pool of workers (``concurrency``); the judge client bounds
+requests in flight the same way. Each trajectory's labels are stored with its ``run_items`` row
+in one transaction, under the run's own annotator ``run:<id>``, so a run interrupted anywhere
+(Ctrl-C, ``kill -9``) leaves every trajectory either fully labelled or untouched, and resuming
+skips the finished ones while the request cache answers everything already asked. A trajectory
+that cannot be labelled gets a failure record, never a partial or invalid label.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
+from sqlite_utils import Database
+
+from annotator.errors import LabellingError
+from annotator.labelling.judge import BudgetExhausted, LLMLabeller
+from annotator.labelling.pricing import Usage
+from annotator.labelling.verdicts import Labeller, ModeVerdict
+from annotator.models import Label, LabelRun, utcnow
+from annotator.store.requests import cached_keys, finish_item, item_counts, run_items
+from annotator.store.runs import update_run
+from annotator.store.trajectories import get_trajectory
+from taxonomy import Taxonomy
+
+DEFAULT_CONCURRENCY = 16
+
+
+class Progress(BaseModel):
+    """Live counters of a run, handed to the progress callback after every trajectory."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    sent: int = 0
+    cached: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    stopped: str | None = None
+
+
+class DryRun(BaseModel):
+    """What a run would send, without sending it."""
+
+    trajectories: int
+    requests: int
+    cached: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    price_known: bool
+
+
+def to_labels(verdicts: Sequence[ModeVerdict], run: LabelRun, trajectory_id: str, taxonomy_hash: str) -> list[Label]:
+    """A run's verdicts as suggestion labels under the run's annotator."""
+    return [
+        Label(
+            trajectory_id=trajectory_id,
+            mode_id=v.mode_id,
+            annotator=run.annotator,
+            verdict=v.verdict,
+            onset_step=v.onset_step,
+            evidence_steps=v.evidence_steps,
+            quote=v.quote,
+            rationale=v.rationale,
+            confidence=v.confidence,
+            provenance=run.kind,
+            run_id=run.id,
+            grounded=v.grounded,
+            taxonomy_hash=taxonomy_hash,
+            extra={"votes": v.votes} if v.votes else {},
+        )
+        for v in verdicts
+    ]
+
+
+def pending(db: Database, run: LabelRun, ids: Sequence[str]) -> list[str]:
+    """The trajectories of ``ids`` that ``run`` has not labelled yet (failed ones are retried)."""
+    done = {i.trajectory_id for i in run_items(db, run.id, "done")} if run.id is not None else set()
+    return [i for i in ids if i not in done]
+
+
+def dry_run(db: Database, labeller: LLMLabeller, ids: Sequence[str]) -> DryRun:
+    """Count the first-round requests, their tokens and cost; nothing is sent.
+
+    Answers sent back for repair are not foreseeable and not counted.
+    """
+    requests = cached = tin = tout = 0
+    cost = 0.0
+    for tid in ids:
+        plans = labeller.plan(get_trajectory(db, tid))
+        hits = cached_keys(db, [p.key for p in plans])
+        for p in plans:
+            requests += 1
+            if p.key in hits:
+                cached += 1
+                continue
+            i, o, c = labeller.estimate(p)
+            tin, tout, cost = tin + i, tout + o, cost + c
+    known = all(labeller.prices[m].known for m in labeller.settings.models)
+    return DryRun(
+        trajectories=len(ids), requests=requests, cached=cached, tokens_in=tin, tokens_out=tout,
+        cost_usd=cost, price_known=known,
+    )
+
+
+async def run_labeller(
+    db: Database,
+    labeller: Labeller,
+    taxonomy: Taxonomy,
+    run: LabelRun,
+    ids: Sequence[str],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    usage: Usage | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> LabelRun:
+    """Label ``ids`` (those the run has not finished) and return the run with its final status."""
+    if run.id is None:
+        raise ValueError("the run must be stored first")
+    todo = pending(db, run, ids)
+    usage = usage or Usage()
+    base_in, base_out, base_cost = run.tokens_in, run.tokens_out, run.cost_usd
+    progress = Progress(total=len(ids), skipped=len(ids) - len(todo))
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for tid in todo:
+        queue.put_nowait(tid)
+    tax_hash = taxonomy.version_hash
+
+    def report() -> None:
+        progress.sent = getattr(labeller, "sent", 0)
+        progress.cached = getattr(labeller, "cached", 0)
+        progress.tokens_in, progress.tokens_out, progress.cost_usd = usage.tokens_in, usage.tokens_out, usage.cost_usd
+        if on_progress is not None:
+            on_progress(progress)
+
+    async def worker() -> None:
+        while progress.stopped is None and not queue.empty():
+            tid = queue.get_nowait()
+            traj = get_trajectory(db, tid)
+            try:
+                verdicts = await labeller.label(traj, taxonomy)
+            except BudgetExhausted as exc:
+                progress.stopped = str(exc)
+                return
+            except LabellingError as exc:
+                finish_item(db, run.id, tid, "failed", error=str(exc))
+                progress.failed += 1
+            else:
+                finish_item(db, run.id, tid, "done", to_labels(verdicts, run, tid, tax_hash))
+                progress.done += 1
+            report()
+
+    def close(status: str) -> LabelRun:
+        final = run.model_copy(
+            update={
+                "status": status,
+                "counts": item_counts(db, run.id) | {"sent": progress.sent, "cached": progress.cached},
+                "tokens_in": base_in + usage.tokens_in,
+                "tokens_out": base_out + usage.tokens_out,
+                "cost_usd": base_cost + usage.cost_usd,
+                "finished_at": utcnow(),
+                "params": run.params | ({"stopped": progress.stopped} if progress.stopped else {}),
+            }
+        )
+        update_run(db, final)
+        return final
+
+    report()
+    try:
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo) or 1)))))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        report()
+        close("interrupted")
+        raise
+    except Exception:
+        close("failed")
+        raise
+    report()
+    return close("interrupted" if progress.stopped else "completed")

@@ -1,0 +1,275 @@
+"""A local OpenAI-compatible server for the judge's tests and benchmarks (127.0.0.1 only).
+
+It implements ``/v1/chat/completions`` (with and without ``response_format``), ``/v1/files``
+and ``/v1/batches``, with a configurable latency and faults injected by markers in the
+trajectory text, so each test decides per trajectory what goes wrong:
+
+transient (first attempt of a request only): ``FAULT:429`` (with Retry-After), ``FAULT:500``,
+``FAULT:hang`` (past the client's timeout), ``FAULT:drop`` (connection closed), ``FAULT:garbage``
+(HTTP 200 whose body is not JSON);
+in the answer, every time: ``FAULT:malformed`` (truncated JSON), ``FAULT:schema`` (JSON of the
+wrong shape), ``FAULT:hallucinate`` (invented mode id, one missing), ``FAULT:outofrange`` (step
+999), ``FAULT:badquote`` (a quote that is in no step), ``FAULT:unreadable`` (no mode line in a
+mast-original answer);
+``FAULT:fixable``: invalid at first, valid once the answer is sent back for repair.
+
+The default answer marks FM-1.3 present at the first step containing ``LOOP`` (quoting it) and
+every other mode absent. ``supports_json_schema=False`` makes it answer ``json_schema`` requests
+with HTTP 500, as llama.cpp's server does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from email.parser import BytesParser
+from email.policy import HTTP
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_STEP = re.compile(r"\[(\w+) step (\d+) \| [^\]\n]*\]\n(.*?)(?=\n\[\1 step |\nEND UNTRUSTED TRAJECTORY)", re.DOTALL)
+_MODE_ID = re.compile(r"^- (FM-\d\.\d) ", re.MULTILINE)
+_ORIGINAL_LINE = re.compile(r"^(\d\.\d) ([^:\n]+): <yes or no>$", re.MULTILINE)
+_FAULT = re.compile(r"FAULT:(\w+)")
+TRANSIENT = {"429", "500", "hang", "drop", "garbage"}
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """Identity of a logical request (the same whatever response_format it was sent with)."""
+    material = json.dumps([body.get("model"), body.get("messages"), body.get("temperature")], sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+class FakeOpenAI:
+    """The server; use as a context manager. ``log`` lists every request it received."""
+
+    def __init__(self, latency: float = 0.0, *, supports_json_schema: bool = True, hang_seconds: float = 5.0,
+                 retry_after: str = "1"):
+        self.latency = latency
+        self.supports_json_schema = supports_json_schema
+        self.hang_seconds = hang_seconds
+        self.retry_after = retry_after
+        self.log: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [e for e in self.log if e["path"] == "/v1/chat/completions"]
+
+    # -- answers -----------------------------------------------------------------------------
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """(status, JSON body or raw bytes, headers) for a chat request; also what a batch line gets."""
+        messages = body.get("messages") or []
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        key = request_key(body)
+        with self._lock:
+            attempt = self._seen.get(key, 0)
+            self._seen[key] = attempt + 1
+        faults = set(_FAULT.findall(text))
+        rf = body.get("response_format") or {}
+        if rf.get("type") == "json_schema" and not self.supports_json_schema:
+            return 500, {"error": {"message": "response_format json_schema is not supported"}}, {}
+        if attempt == 0:
+            for f in sorted(faults & TRANSIENT):
+                if f == "429":
+                    return 429, {"error": {"message": "rate limited"}}, {"Retry-After": self.retry_after}
+                if f == "500":
+                    return 500, {"error": {"message": "internal error"}}, {}
+                return 0, f, {}
+        repaired = "That answer is invalid" in str(messages[-1].get("content", "")) if messages else False
+        content = self._content(text, faults, original="@@" in text and "<yes or no>" in text, repaired=repaired)
+        return 200, _completion(body.get("model", "model"), content, len(text) // 4), {}
+
+    def _content(self, text: str, faults: set[str], *, original: bool, repaired: bool) -> str:
+        steps = [(int(m.group(2)), m.group(3)) for m in _STEP.finditer(text)]
+        loop = next(((i, c) for i, c in steps if "LOOP" in c), None)
+        if "fixable" in faults and not repaired:
+            return "I think there is some repetition here."
+        if original:
+            lines = _ORIGINAL_LINE.findall(text)
+            if "unreadable" in faults:
+                return "@@\nA. I cannot tell.\nB. no\nC. Failure modes:\n@@"
+            body = "\n".join(f"{code} {name}: {'yes' if code == '1.3' and loop else 'no'}" for code, name in lines)
+            return f"@@\nA. The agents repeat themselves.\nB. no\nC. Failure modes:\n{body}\n@@"
+        if "malformed" in faults:
+            return '{"modes": [{"mode_id": "FM-1.1", "present": fal'
+        if "schema" in faults:
+            return json.dumps({"failure_modes": {"1.1": 0}, "summary": 3})
+        modes = list(dict.fromkeys(_MODE_ID.findall(text)))
+        answers = []
+        for mode in modes:
+            entry: dict[str, Any] = {"mode_id": mode, "present": False}
+            if mode == "FM-1.3" and loop is not None:
+                i, content = loop
+                at = content.index("LOOP")
+                quote = content[max(0, at - 10) : at + 4]
+                entry.update(present=True, onset_step=i, quote=quote, rationale="repeats itself", confidence=0.9)
+                if "badquote" in faults:
+                    entry["quote"] = "words that appear nowhere in the run"
+                if "outofrange" in faults:
+                    entry["onset_step"] = 999
+            answers.append(entry)
+        if "hallucinate" in faults and answers:
+            answers[0] = {"mode_id": "FM-9.9", "present": True, "onset_step": 0, "quote": "x"}
+        return json.dumps({"modes": answers, "summary": "checked"})
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                return
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> bytes:
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def do_POST(self) -> None:
+                raw = self._body()
+                if self.path == "/v1/chat/completions":
+                    self._chat(raw)
+                elif self.path == "/v1/files":
+                    self._upload(raw)
+                elif self.path == "/v1/batches":
+                    self._create_batch(json.loads(raw))
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def do_GET(self) -> None:
+                m = re.fullmatch(r"/v1/batches/([\w-]+)", self.path)
+                if m and m.group(1) in server.batches:
+                    self._send(200, server._advance(m.group(1)))
+                    return
+                m = re.fullmatch(r"/v1/files/([\w-]+)/content", self.path)
+                if m and m.group(1) in server.files:
+                    self._send(200, server.files[m.group(1)])
+                    return
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def _chat(self, raw: bytes) -> None:
+                body = json.loads(raw)
+                entry = {"path": self.path, "key": request_key(body), "at": time.monotonic(),
+                         "response_format": (body.get("response_format") or {}).get("type"),
+                         "authorization": self.headers.get("Authorization", "")}
+                if server.latency:
+                    time.sleep(server.latency)
+                status, payload, headers = server.answer(body)
+                entry["status"] = status if status else payload
+                with server._lock:
+                    server.log.append(entry)
+                if status == 0 and payload == "hang":
+                    server._stopping.wait(server.hang_seconds)
+                    self.close_connection = True
+                    return
+                if status == 0 and payload == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if status == 0 and payload == "garbage":
+                    self._send(200, b"<html>upstream proxy error</html>")
+                    return
+                self._send(status, payload, headers)
+
+            def _upload(self, raw: bytes) -> None:
+                msg = BytesParser(policy=HTTP).parsebytes(
+                    f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + raw
+                )
+                content = next(
+                    (p.get_payload(decode=True) for p in msg.iter_parts() if p.get_param("name", header="content-disposition") == "file"),
+                    b"",
+                )
+                fid = "file-" + uuid.uuid4().hex[:12]
+                server.files[fid] = content
+                with server._lock:
+                    server.log.append({"path": self.path, "key": fid, "status": 200})
+                self._send(200, {"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                                 "filename": "requests.jsonl", "purpose": "batch", "status": "processed"})
+
+            def _create_batch(self, body: dict[str, Any]) -> None:
+                bid = "batch_" + uuid.uuid4().hex[:12]
+                server.batches[bid] = _batch(bid, body["input_file_id"], "in_progress")
+                with server._lock:
+                    server.log.append({"path": self.path, "key": bid, "status": 200})
+                self._send(200, server.batches[bid])
+
+        return Handler
+
+    def _advance(self, bid: str) -> dict[str, Any]:
+        """A batch completes on its second retrieval: its lines are answered like chat requests."""
+        batch = self.batches[bid]
+        batch["polls"] = batch.get("polls", 0) + 1
+        if batch["status"] == "in_progress" and batch["polls"] >= 2:
+            out = []
+            for line in self.files[batch["input_file_id"]].decode().splitlines():
+                req = json.loads(line)
+                status, payload, _ = self.answer(req["body"])
+                ok = status == 200
+                out.append(json.dumps({
+                    "id": "resp-" + uuid.uuid4().hex[:8], "custom_id": req["custom_id"],
+                    "response": {"status_code": status, "body": payload if ok else {"error": str(payload)}},
+                    "error": None,
+                }))
+            fid = "file-" + uuid.uuid4().hex[:12]
+            self.files[fid] = ("\n".join(out) + "\n").encode()
+            batch.update(status="completed", output_file_id=fid)
+        return {k: v for k, v in batch.items() if k != "polls"}
+
+
+def _completion(model: str, content: str, prompt_tokens: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4,
+                  "total_tokens": prompt_tokens + len(content) // 4},
+    }
+
+
+def _batch(bid: str, input_file_id: str, status: str) -> dict[str, Any]:
+    return {
+        "id": bid, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+        "input_file_id": input_file_id, "completion_window": "24h", "status": status,
+        "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+        "request_counts": {"total": 0, "completed": 0, "failed": 0},
+    }
