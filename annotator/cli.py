@@ -338,5 +338,144 @@ def formats_cmd():
     out.print(table)
 
 
+# ---- pre-labelling
+
+
+def _progress_columns():
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return (
+        TextColumn("[bold]prelabel"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+
+
+@main.command("prelabel")
+@click.argument("ids", nargs=-1)
+@click.option("--system", help="Only trajectories of this system (MAS).")
+@click.option("--source-model", help="Only trajectories driven by this model.")
+@click.option("--benchmark", help="Only trajectories of this benchmark.")
+@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many trajectories.")
+@click.option("--labeller", type=click.Choice(["llm", "rules"]), default="llm", show_default=True)
+@click.option("--model", "models", multiple=True, metavar="NAME", help="Judge model; repeat for a multi-model vote.")
+@click.option("--base-url", help="OpenAI-compatible endpoint (else env OPENAI_BASE_URL, else OpenAI).")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
+              help="Environment variable holding the API key (the key itself is never stored).")
+@click.option("--prompt", type=click.Choice(["structured", "mast-original"]), default="structured", show_default=True)
+@click.option("--definitions", type=click.Path(exists=True, dir_okay=False),
+              help="Long-form definitions file for --prompt mast-original (e.g. the official definitions.txt).")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True, help="Votes per model.")
+@click.option("--temperature", type=click.FloatRange(0, 2), default=None, help="Default 0, or 0.7 with --samples > 1.")
+@click.option("--max-input-tokens", type=click.IntRange(min=500), default=60_000, show_default=True,
+              help="Token budget of one request; longer trajectories are labelled in overlapping windows.")
+@click.option("--max-output-tokens", type=click.IntRange(min=16), default=None, help="Cap on the judge's answer.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Seconds per request.")
+@click.option("--max-attempts", type=click.IntRange(min=1), default=5, show_default=True, help="Tries per request.")
+@click.option("--dry-run", is_flag=True, help="Print requests, tokens and cost; send nothing.")
+@click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly before spending more USD than this.")
+@click.option("--price-in", type=click.FloatRange(min=0), help="USD per million input tokens (models not in the table).")
+@click.option("--price-out", type=click.FloatRange(min=0), help="USD per million output tokens.")
+@click.option("--batch", is_flag=True, help="Use the OpenAI Batch API (half price, answers within 24 h).")
+@click.option("--resume-batch", metavar="BATCH_ID", help="Continue waiting for a submitted batch (with --resume).")
+@click.option("--poll", "poll_seconds", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+              help="Seconds between batch status checks.")
+@click.option("--resume", "resume", type=int, metavar="RUN_ID", help="Continue an interrupted run.")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
+@handled
+def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labeller, models, base_url, api_key_env,
+                 prompt, definitions, samples, temperature, max_input_tokens, max_output_tokens, concurrency, timeout,
+                 max_attempts, dry_run, max_cost, price_in, price_out, batch, resume_batch, poll_seconds, resume,
+                 taxonomy_path, quiet):
+    """Pre-label trajectories with an LLM judge or the rule detectors, as suggestions.
+
+    Labels are stored under the run's own annotator (run:<id>), never over a person's.
+    Every response is cached: an interrupted run resumes with --resume and sends no
+    request twice.
+
+    \b
+    Examples:
+      mast prelabel --dry-run --model gpt-4o-mini --outcome failure
+      mast prelabel --model gpt-4o-mini --max-cost 5
+      mast prelabel --model llama3 --base-url http://localhost:8080/v1 --concurrency 4
+      mast prelabel --model gpt-4o --model o3-mini --samples 3 --temperature 0.7
+      mast prelabel --prompt mast-original --definitions definitions.txt --model o1
+      mast prelabel --labeller rules
+      mast prelabel --resume 3
+    """
+    import asyncio
+
+    from rich.progress import Progress as Bar
+
+    from annotator.labelling import service
+    from annotator.labelling.judge import JudgeSettings
+
+    db = _open(ctx)
+    if resume is not None:
+        run, opts = service.resume_run(db, resume)
+    else:
+        judge = None
+        if labeller == "llm":
+            if not models:
+                _fail("give the judge model with --model (e.g. --model gpt-4o-mini)")
+            temp = temperature if temperature is not None else (0.7 if samples > 1 else 0.0)
+            judge = JudgeSettings(models=list(models), base_url=base_url, prompt=prompt, samples=samples,
+                                  temperature=temp, max_input_tokens=max_input_tokens,
+                                  max_output_tokens=max_output_tokens)
+        opts = service.PrelabelOptions(
+            labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
+            outcome=outcome, limit=limit, judge=judge, definitions_path=definitions, api_key_env=api_key_env,
+            concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost,
+            price_in=price_in, price_out=price_out, batch=batch, poll_seconds=poll_seconds,
+            taxonomy_path=taxonomy_path,
+        )
+        if dry_run:
+            est = service.estimate(db, opts)
+            cost = f"{est.cost_usd:.4f} USD" if est.price_known else "unknown (model not in the price table: give --price-in/--price-out)"
+            out.print(Text(
+                f"dry run: {est.trajectories} trajectories, {est.requests} requests ({est.cached} cached),"
+                f" ~{est.tokens_in:,} input and ~{est.tokens_out:,} output tokens, estimated cost {cost}."
+                " Nothing was sent.", style="bold"))
+            return
+        run, opts = service.start_run(db, opts)
+    stats = "done 0 · failed 0 · cached 0 · 0 tok · $0.0000"
+    with Bar(*_progress_columns(), console=err, transient=False, disable=quiet or not err.is_terminal) as bar:
+        task = bar.add_task("", total=None, stats=stats)
+
+        def on_progress(p):
+            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
+                       stats=f"done {p.done} · failed {p.failed} · cached {p.cached} ·"
+                             f" {p.tokens_in + p.tokens_out:,} tok · ${p.cost_usd:.4f}")
+
+        def on_batch(batch_id, status):
+            bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
+
+        try:
+            final = asyncio.run(service.execute(db, run, opts, on_progress=on_progress, on_batch=on_batch,
+                                                resume_batch=resume_batch))
+        except KeyboardInterrupt:
+            err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
+            sys.exit(130)
+    counts = final.counts
+    line = (f"run {final.id} ({final.annotator}) {final.status}: {counts.get('done', 0)} labelled,"
+            f" {counts.get('failed', 0)} failed, {counts.get('sent', 0)} requests sent, {counts.get('cached', 0)} cached,"
+            f" {final.tokens_in + final.tokens_out:,} tokens, {final.cost_usd:.4f} USD")
+    out.print(Text(line, style="bold"))
+    if final.params.get("stopped"):
+        out.print(Text(f"stopped: {final.params['stopped']}", style="yellow"))
+    from annotator.store.requests import run_items
+
+    for item in run_items(db, final.id, "failed")[:20]:
+        err.print(Text(f"failed: {item.trajectory_id}: {item.error}", style="red"))
+
+
 if __name__ == "__main__":
     main()

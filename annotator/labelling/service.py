@@ -1,0 +1,184 @@
+"""`mast prelabel` as one core call: select trajectories, set up the labeller, run, record.
+
+The CLI parses flags into :class:`PrelabelOptions` and renders progress; everything else is
+here, so that a run can be started, dry-run or resumed the same way from anywhere. A run's
+options are kept in its LabelRun parameters (never the API key, only the name of the variable
+it came from), which is what ``--resume RUN_ID`` reads back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlite_utils import Database
+
+from annotator.errors import LabellingError
+from annotator.labelling import mast_original
+from annotator.labelling.batch import run_batch
+from annotator.labelling.judge import JudgeSettings, LLMLabeller
+from annotator.labelling.pricing import Usage, price_for
+from annotator.labelling.prompts import prompt_hash
+from annotator.labelling.rules import DETECTORS, RulesLabeller
+from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, dry_run, run_labeller
+from annotator.models import LabelRun, Outcome
+from annotator.store.runs import create_run, get_run, update_run
+from annotator.store.trajectories import TrajectoryFilter, list_trajectories, resolve_id
+from taxonomy import Taxonomy, load_taxonomy
+
+
+class PrelabelOptions(BaseModel):
+    """Everything a pre-labelling run is asked to do (what ``--resume`` restores)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labeller: Literal["llm", "rules"] = "llm"
+    ids: list[str] | None = None
+    system: str | None = None
+    source_model: str | None = None
+    benchmark: str | None = None
+    outcome: Outcome | None = None
+    limit: int | None = Field(None, ge=1)
+    judge: JudgeSettings | None = None
+    definitions_path: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1)
+    timeout: float = Field(120.0, gt=0)
+    max_attempts: int = Field(5, ge=1)
+    max_cost: float | None = Field(None, ge=0)
+    price_in: float | None = Field(None, ge=0)
+    price_out: float | None = Field(None, ge=0)
+    batch: bool = False
+    poll_seconds: float = Field(30.0, gt=0)
+    taxonomy_path: str | None = None
+
+
+def endpoint_host(base_url: str | None) -> str:
+    """Host (and port) of the endpoint: all a run records of where it sent requests."""
+    if not base_url:
+        return "api.openai.com"
+    parsed = urlparse(base_url)
+    return parsed.hostname + (f":{parsed.port}" if parsed.port else "") if parsed.hostname else "unknown"
+
+
+def select(db: Database, opts: PrelabelOptions) -> list[str]:
+    """The ids of the trajectories the options select, in a stable order."""
+    ids = [resolve_id(db, ref) for ref in opts.ids] if opts.ids else None
+    flt = TrajectoryFilter(ids=ids, system=opts.system, model=opts.source_model, benchmark=opts.benchmark,
+                           outcome=opts.outcome)
+    chosen = [t.id for t in list_trajectories(db, flt)]
+    return chosen[: opts.limit] if opts.limit else chosen
+
+
+def _with_base_url(opts: PrelabelOptions) -> PrelabelOptions:
+    if opts.labeller == "llm" and opts.judge is None:
+        raise LabellingError("the llm labeller needs at least one --model")
+    if opts.judge is not None and opts.judge.base_url is None and os.environ.get("OPENAI_BASE_URL"):
+        judge = opts.judge.model_copy(update={"base_url": os.environ["OPENAI_BASE_URL"]})
+        return opts.model_copy(update={"judge": judge})
+    return opts
+
+
+def _definitions(opts: PrelabelOptions, taxonomy: Taxonomy) -> tuple[dict[str, str] | None, str]:
+    if not opts.definitions_path:
+        return None, ""
+    if opts.judge is None or opts.judge.prompt != "mast-original":
+        raise LabellingError("--definitions is used by --prompt mast-original only")
+    defs = mast_original.load_definitions(opts.definitions_path, taxonomy)
+    return defs, "\n".join(f"{k}\x00{v}" for k, v in sorted(defs.items()))
+
+
+def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage) -> LLMLabeller:
+    judge = opts.judge
+    assert judge is not None
+    defs, _ = _definitions(opts, taxonomy)
+    prices = {m: price_for(m, opts.price_in, opts.price_out, batch=opts.batch) for m in judge.models}
+    return LLMLabeller(db, client, judge, taxonomy, prices=prices, usage=usage,
+                       endpoint_host=endpoint_host(judge.base_url), definitions=defs)
+
+
+def estimate(db: Database, opts: PrelabelOptions) -> DryRun:
+    """What the run would send and cost; nothing is sent and nothing is written."""
+    opts = _with_base_url(opts)
+    if opts.labeller == "rules":
+        n = len(select(db, opts))
+        return DryRun(trajectories=n, requests=0, cached=0, tokens_in=0, tokens_out=0, cost_usd=0.0, price_known=True)
+    taxonomy = load_taxonomy(opts.taxonomy_path)
+    return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage()), select(db, opts))
+
+
+def _api_key(opts: PrelabelOptions) -> str:
+    key = os.environ.get(opts.api_key_env)
+    if not key:
+        raise LabellingError(f"no API key: set {opts.api_key_env} (or name another variable with --api-key-env)")
+    return key
+
+
+def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOptions]:
+    """Record a new run (status running) with its options; nothing is sent yet."""
+    opts = _with_base_url(opts)
+    if opts.labeller == "llm":
+        _api_key(opts)
+    taxonomy = load_taxonomy(opts.taxonomy_path)
+    _, extra = _definitions(opts, taxonomy)
+    judge = opts.judge
+    name = judge.prompt if judge and opts.labeller == "llm" else "rules"
+    run = LabelRun(
+        kind=opts.labeller,
+        model=",".join(judge.models) if judge and opts.labeller == "llm" else None,
+        endpoint_host=endpoint_host(judge.base_url) if judge and opts.labeller == "llm" else None,
+        prompt_name=name,
+        prompt_hash=prompt_hash(name, taxonomy, extra if opts.labeller == "llm" else ",".join(DETECTORS)),
+        params={"options": opts.model_dump(mode="json")},
+        taxonomy_hash=taxonomy.version_hash,
+    )
+    return create_run(db, run), opts
+
+
+def resume_run(db: Database, run_id: int) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with."""
+    run = get_run(db, run_id)
+    if "options" not in run.params:
+        raise LabellingError(f"run {run_id} has no recorded options and cannot be resumed")
+    opts = PrelabelOptions.model_validate(run.params["options"])
+    if opts.labeller == "llm":
+        _api_key(opts)
+    run = run.model_copy(update={"status": "running", "finished_at": None})
+    update_run(db, run)
+    return run, opts
+
+
+async def execute(
+    db: Database,
+    run: LabelRun,
+    opts: PrelabelOptions,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_batch: Callable[[str, str], None] | None = None,
+    resume_batch: str | None = None,
+) -> LabelRun:
+    """Run (or continue) ``run``: label what it has not labelled yet and record the outcome."""
+    taxonomy = load_taxonomy(opts.taxonomy_path)
+    ids = select(db, opts)
+    usage = Usage(max_cost=opts.max_cost)
+    if opts.labeller == "rules":
+        return await run_labeller(db, RulesLabeller(), taxonomy, run, ids, concurrency=opts.concurrency,
+                                  usage=usage, on_progress=on_progress)
+    key = _api_key(opts)
+    from annotator.labelling.llm import JudgeClient
+
+    assert opts.judge is not None
+    client = JudgeClient(base_url=opts.judge.base_url, api_key=key, timeout=opts.timeout,
+                         max_attempts=opts.max_attempts, concurrency=opts.concurrency)
+    try:
+        labeller = _llm_labeller(db, opts, taxonomy, client, usage)
+        if opts.batch or resume_batch:
+            run, _ = await run_batch(db, labeller, client, run, ids, batch_id=resume_batch,
+                                     poll_seconds=opts.poll_seconds, on_status=on_batch)
+        return await run_labeller(db, labeller, taxonomy, run, ids, concurrency=opts.concurrency,
+                                  usage=usage, on_progress=on_progress)
+    finally:
+        await client.close()
