@@ -69,7 +69,7 @@ class _Wait:
     """Exponential backoff with jitter, unless the server said how long to wait."""
 
     def __init__(self, initial: float, maximum: float):
-        self._backoff = wait_exponential_jitter(initial=initial, max=maximum)
+        self._backoff = wait_exponential_jitter(multiplier=initial, max=maximum)
 
     def __call__(self, state) -> float:
         told = _retry_after(state.outcome.exception() if state.outcome else None)

@@ -42,7 +42,7 @@ def majority(votes: Sequence[tuple[str, Sequence[ModeVerdict]]]) -> list[ModeVer
             best.model_copy(
                 update={
                     "verdict": top,
-                    "confidence": round(len(agreeing) / len(cast), 4),
+                    "confidence": len(agreeing) / len(cast),
                     "votes": [_vote_record(voter, v) for voter, v in cast],
                 }
             )
