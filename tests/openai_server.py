@@ -13,7 +13,8 @@ wrong shape), ``FAULT:hallucinate`` (invented mode id, one missing), ``FAULT:out
 mast-original answer);
 ``FAULT:fixable``: invalid at first, valid once the answer is sent back for repair.
 
-The default answer marks FM-1.3 present at the first step containing ``LOOP`` (quoting it) and
+A request is logged with the first ``ID:<word>`` found in its messages (``marker``), so a
+test can tell which trajectory a request was about. The default answer marks FM-1.3 present at the first step containing ``LOOP`` (quoting it) and
 every other mode absent. ``supports_json_schema=False`` makes it answer ``json_schema`` requests
 with HTTP 500, as llama.cpp's server does.
 """
@@ -36,6 +37,7 @@ _STEP = re.compile(r"\[(\w+) step (\d+) \| [^\]\n]*\]\n(.*?)(?=\n\[\1 step |\nEN
 _MODE_ID = re.compile(r"^- (FM-\d\.\d) ", re.MULTILINE)
 _ORIGINAL_LINE = re.compile(r"^(\d\.\d) ([^:\n]+): <yes or no>$", re.MULTILINE)
 _FAULT = re.compile(r"FAULT:(\w+)")
+_MARKER = re.compile(r"ID:(\w+)")
 TRANSIENT = {"429", "500", "hang", "drop", "garbage"}
 
 
@@ -60,7 +62,7 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -187,7 +189,9 @@ class FakeOpenAI:
 
             def _chat(self, raw: bytes) -> None:
                 body = json.loads(raw)
+                marker = _MARKER.search(json.dumps(body.get("messages")))
                 entry = {"path": self.path, "key": request_key(body), "at": time.monotonic(),
+                         "marker": marker.group(1) if marker else None,
                          "response_format": (body.get("response_format") or {}).get("type"),
                          "authorization": self.headers.get("Authorization", "")}
                 if server.latency:
@@ -252,6 +256,11 @@ class FakeOpenAI:
             self.files[fid] = ("\n".join(out) + "\n").encode()
             batch.update(status="completed", output_file_id=fid)
         return {k: v for k, v in batch.items() if k != "polls"}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that went away is expected here
+        return
 
 
 def _completion(model: str, content: str, prompt_tokens: int) -> dict[str, Any]:

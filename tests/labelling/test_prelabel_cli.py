@@ -1,0 +1,185 @@
+"""`mast prelabel` from the command line against the local server: dry run, runs, interrupts, resume, batch, key hygiene."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from prelabel_helpers import API_KEY, add
+
+from annotator.cli import main
+from annotator.labelling.pricing import price_for
+from annotator.store import open_db
+from annotator.store.labels import current_labels
+from annotator.store.requests import run_items
+from annotator.store.runs import get_run
+from tests.openai_server import FakeOpenAI
+
+MAST = [sys.executable, "-m", "annotator.cli"]
+NORMAL = ["Add two and two.", "Thinking. LOOP again.", "4"]
+
+
+def seed(db, n: int) -> list[str]:
+    return [add(db, f"t{i:03d}", [f"ID:t{i:03d} {NORMAL[0]}", *NORMAL[1:]]) for i in range(n)]
+
+
+def env(**extra) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    e.update(OPENAI_API_KEY=API_KEY, **extra)
+    return e
+
+
+def invoke(db_path, *args, **env_extra):
+    return CliRunner().invoke(main, ["--db", str(db_path), "prelabel", *args], env=env(**env_extra),
+                              catch_exceptions=False)
+
+
+def test_dry_run_counts_requests_and_cost_and_sends_nothing(db, db_path, server):
+    seed(db, 5)
+    r = invoke(db_path, "--dry-run", "--model", "gpt-4o", "--base-url", server.base_url)
+    assert r.exit_code == 0, r.output
+    m = re.search(r"(\d+) trajectories, (\d+) requests \((\d+) cached\), ~([\d,]+) input and ~([\d,]+) output "
+                  r"tokens, estimated cost ([\d.]+) USD", " ".join(r.output.split()))
+    assert m, r.output
+    n, req, cached, tin, tout, cost = m.groups()
+    assert (n, req, cached) == ("5", "5", "0")
+    tin, tout = int(tin.replace(",", "")), int(tout.replace(",", ""))
+    assert float(cost) == pytest.approx(price_for("gpt-4o").cost(tin, tout), abs=1e-4)
+    assert tout == 5 * (40 * 14 + 60)
+    assert server.log == []
+    unknown = invoke(db_path, "--dry-run", "--model", "my-local-model")
+    assert "unknown (model not in the price table" in " ".join(unknown.output.split())
+    priced = invoke(db_path, "--dry-run", "--model", "my-local-model", "--price-in", "1", "--price-out", "2")
+    assert "estimated cost 0.0" in " ".join(priced.output.split())
+
+
+def test_a_run_labels_and_a_rerun_sends_nothing(db, db_path, server):
+    seed(db, 4)
+    first = invoke(db_path, "--model", "gpt-4o-mini", "--base-url", server.base_url, "-q")
+    assert first.exit_code == 0, first.output
+    assert "run 1 (run:1) completed: 4 labelled, 0 failed, 4 requests sent" in " ".join(first.output.split())
+    again = invoke(db_path, "--model", "gpt-4o-mini", "-q", OPENAI_BASE_URL=server.base_url)
+    assert "0 requests sent, 4 cached" in " ".join(again.output.split())
+    assert len(server.chat_requests()) == 4
+    run = get_run(db, 1)
+    assert run.endpoint_host == "127.0.0.1:" + server.base_url.split(":")[-1].split("/")[0]
+    assert run.kind == "llm" and run.prompt_name == "structured" and run.prompt_hash
+
+
+def test_missing_key_is_one_clear_error(db, db_path, server):
+    seed(db, 1)
+    r = CliRunner().invoke(main, ["--db", str(db_path), "prelabel", "--model", "m", "--base-url", server.base_url],
+                           env={"OPENAI_API_KEY": "", "MY_KEY": ""})
+    assert r.exit_code == 1 and "no API key: set OPENAI_API_KEY" in r.output
+
+
+def _spawn(db_path: Path, *args: str, extra_env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([*MAST, "--db", str(db_path), "prelabel", *args, "-q"], env=env(**(extra_env or {})),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def test_kill_9_then_resume_sends_no_answered_request_twice(db, db_path):
+    ids = seed(db, 30)
+    with FakeOpenAI(latency=0.25) as srv:
+        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "3")
+        _wait_for(lambda: len(srv.chat_requests()) >= 9)
+        proc.kill()  # SIGKILL: no chance to clean up
+        proc.wait()
+        time.sleep(0.5)  # requests in flight at the kill reach the server's log
+        check = open_db(db_path)
+        stored_before = {r[0] for r in check.execute("SELECT trajectory_id FROM llm_requests")}
+        done_before = {i.trajectory_id for i in run_items(check, 1, "done")}
+        assert done_before and done_before <= stored_before and len(stored_before) < 30
+        sent_before = len(srv.chat_requests())
+        resumed = subprocess.run([*MAST, "--db", str(db_path), "prelabel", "--resume", "1", "-q"], env=env(),
+                                 capture_output=True, text=True, timeout=60)
+        assert resumed.returncode == 0, resumed.stderr
+        second = [e["marker"] for e in srv.chat_requests()[sent_before:]]
+    assert not set(second) & stored_before  # nothing answered and stored before the kill was asked again
+    assert sorted(second) == sorted(set(ids) - stored_before)  # the rest, each exactly once
+    assert get_run(check, 1).status == "completed"
+    labels = current_labels(check, annotator="run:1")
+    assert len(labels) == 30 * 14 and {lab.trajectory_id for lab in labels} == set(ids)
+    assert check.execute("SELECT count(*) FROM labels WHERE annotator = 'run:1'").fetchone()[0] == 30 * 14
+
+
+def test_ctrl_c_stops_cleanly_as_interrupted(db, db_path):
+    seed(db, 20)
+    with FakeOpenAI(latency=0.3) as srv:
+        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
+        _wait_for(lambda: len(srv.chat_requests()) >= 3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+    check = open_db(db_path)
+    assert get_run(check, 1).status == "interrupted"
+    done = {i.trajectory_id for i in run_items(check, 1, "done")}
+    assert {lab.trajectory_id for lab in current_labels(check, annotator="run:1")} == done
+    assert all(
+        len([x for x in current_labels(check, t, "run:1")]) == 14 for t in done
+    )
+
+
+def test_batch_run_and_resume_by_batch_id(db, db_path):
+    seed(db, 3)
+    with FakeOpenAI() as srv:
+        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--batch", "--poll", "30")
+        _wait_for(lambda: any(e["path"] == "/v1/batches" for e in srv.log))
+        time.sleep(0.5)
+        proc.kill()
+        proc.wait()
+        check = open_db(db_path)
+        batch_id = get_run(check, 1).params["batch_id"]
+        r = invoke(db_path, "--resume", "1", "--resume-batch", batch_id)
+        assert r.exit_code == 0, r.output
+        uploads = [e for e in srv.log if e["path"] == "/v1/files"]
+    assert len(uploads) == 1  # the batch was not submitted again
+    assert srv.chat_requests() == []  # every answer came through the batch
+    assert "3 labelled" in " ".join(r.output.split())
+    assert len(current_labels(check, annotator="run:1")) == 3 * 14
+
+
+def test_rules_labeller_from_the_cli(db, db_path):
+    seed(db, 2)
+    r = CliRunner().invoke(main, ["--db", str(db_path), "prelabel", "--labeller", "rules", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "run 1 (run:1) completed: 2 labelled" in " ".join(r.output.split())
+    assert get_run(db, 1).kind == "rules"
+
+
+def test_the_api_key_is_never_stored_printed_or_logged(db, db_path, server, tmp_path):
+    seed(db, 3)
+    add(db, "broken", ["ID:broken", "FAULT:hallucinate"])
+    outputs = []
+    for args in (["--model", "m", "--base-url", server.base_url],
+                 ["--model", "m", "--base-url", server.base_url, "--prompt", "mast-original"],
+                 ["--model", "m", "--dry-run"]):
+        proc = subprocess.run([*MAST, "--db", str(db_path), "prelabel", *args], env=env(), capture_output=True,
+                              text=True, timeout=60)
+        outputs += [proc.stdout, proc.stderr]
+    for cmd in (["list", "--json"], ["show", "t000"]):
+        proc = subprocess.run([*MAST, "--db", str(db_path), *cmd], env=env(), capture_output=True, text=True)
+        outputs += [proc.stdout, proc.stderr]
+    assert any(e["authorization"] == f"Bearer {API_KEY}" for e in server.chat_requests())  # it was used
+    assert "failed: broken" in " ".join(outputs)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "mast.db" for p in files)
+    for p in files:
+        assert API_KEY.encode() not in p.read_bytes(), p
+    assert all(API_KEY not in o for o in outputs)
