@@ -25,6 +25,10 @@ NEAR_DUPLICATE = 0.9
 #: Messages compared backwards from each message (bounds the quadratic comparison).
 LOOKBACK = 40
 
+#: A short message an agent sends this many times unchanged is a loop that should have ended.
+NUDGE_LOOP = 3
+NUDGE_CHARS = 300
+
 _TERMINATION = re.compile(r"\bTERMINATE\b|\bFINAL ANSWER\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
 _TURN_LIMIT = re.compile(
     r"max(imum)?[ _]?(number of )?(turns|rounds|iterations|steps)|turn limit|step limit|"
@@ -89,6 +93,14 @@ def unaware_of_termination(steps: Sequence[Step], task: str | None) -> Hit | Non
     tail = [s for s in steps[-3:] if s.content and _TURN_LIMIT.search(s.content)]
     if tail:
         return Hit(steps=[tail[0].index], reason="the run stopped at a turn or step limit")
+    nudges: dict[tuple[str, str], list[int]] = {}
+    for s in steps:
+        text = _norm(s.content)
+        if text and len(text) <= NUDGE_CHARS:
+            nudges.setdefault((s.agent or s.role or "", text), []).append(s.index)
+    loop = max(nudges.values(), key=len, default=[])
+    if len(loop) >= NUDGE_LOOP:
+        return Hit(steps=loop[1:], reason=f"the same prompt is sent {len(loop)} times instead of ending the run")
     return None
 
 

@@ -1,0 +1,95 @@
+"""The rule detectors on crafted trajectories and on the real MAD human sample."""
+
+from __future__ import annotations
+
+from annotator.importers.service import import_paths
+from annotator.labelling.rules import (
+    RulesLabeller,
+    conversation_reset,
+    premature_termination,
+    step_repetition,
+    unaware_of_termination,
+)
+from annotator.models import Step
+from annotator.store.trajectories import get_trajectory, list_trajectories
+from taxonomy import load_taxonomy
+
+TASK = "Write a function that returns the n-th Fibonacci number and test it."
+
+
+def steps(*items) -> list[Step]:
+    out = []
+    for i, item in enumerate(items):
+        agent, content = item[0], item[1]
+        extra = item[2] if len(item) > 2 else {}
+        out.append(Step(index=i, agent=agent, content=content, **extra))
+    return out
+
+
+def test_repeated_tool_call_with_same_arguments():
+    s = steps(("user", TASK), ("coder", "", {"kind": "tool_call", "tool_name": "run", "tool_args": '{"cmd": "pytest"}'}),
+              ("tool", "1 failed", {"kind": "tool_result"}),
+              ("coder", "", {"kind": "tool_call", "tool_name": "run", "tool_args": '{"cmd":  "pytest"}'}))
+    hit = step_repetition(s, TASK)
+    assert hit is not None and hit.steps == [3]
+
+
+def test_near_duplicate_message_of_the_same_agent_but_not_of_another():
+    msg = "I have reviewed the code and everything looks correct to me, approving the change."
+    assert step_repetition(steps(("user", TASK), ("reviewer", msg), ("coder", "ok"), ("reviewer", msg + "!")), TASK)
+    assert step_repetition(steps(("user", TASK), ("reviewer", msg), ("coder", msg)), TASK) is None
+    assert step_repetition(steps(("user", TASK), ("a", "ok"), ("a", "ok")), TASK) is None  # too short to count
+
+
+def test_continuing_after_termination_and_nudge_loops():
+    s = steps(("user", TASK), ("coder", "def fib(n): ... TERMINATE"), ("reviewer", "One more thing."), ("coder", "Sure."))
+    hit = unaware_of_termination(s, TASK)
+    assert hit is not None and hit.steps[0] == 1
+    assert unaware_of_termination(steps(("user", TASK), ("coder", "Done. TERMINATE")), TASK) is None
+    nudge = "Continue. Please keep solving the problem."
+    loop = steps(("user", TASK), ("a", "I need more data."), ("proxy", nudge), ("a", "Still stuck."),
+                 ("proxy", nudge), ("a", "Cannot."), ("proxy", nudge))
+    assert unaware_of_termination(loop, TASK).steps == [4, 6]
+    limit = steps(("user", TASK), ("a", "working"), ("system", "Stopped: reached the maximum number of turns (20)."))
+    assert unaware_of_termination(limit, TASK).steps == [2]
+
+
+def test_task_restated_mid_run_is_a_reset():
+    s = steps(("user", TASK), ("coder", "def fib(n): return n"), ("planner", "Let us start over."),
+              ("planner", TASK.replace("test it", "test it.")))
+    hit = conversation_reset(s, TASK)
+    assert hit is not None and hit.steps == [3]
+    assert conversation_reset(steps(("user", TASK), ("coder", "def fib(n): ..."), ("coder", "tests pass")), TASK) is None
+
+
+def test_premature_termination_on_dangling_call_or_error():
+    dangling = steps(("user", TASK), ("coder", "", {"kind": "tool_call", "tool_name": "run", "tool_args": "{}"}))
+    assert premature_termination(dangling, TASK).steps == [1]
+    assert premature_termination(steps(("user", TASK), ("coder", "boom", {"kind": "error"})), TASK).steps == [1]
+    assert premature_termination(steps(("user", TASK), ("coder", "Here it is.")), TASK) is None
+
+
+def test_labeller_cites_steps_and_quotes_the_onset(db):
+    msg = "Running the full test-suite again to make sure nothing is broken."
+    from annotator.models import Trajectory
+
+    t = Trajectory(id="x", source_format="test", task=TASK, content_hash="x",
+                   steps=steps(("user", TASK), ("coder", msg), ("tool", "ok"), ("coder", msg)))
+    by = {v.mode_id: v for v in RulesLabeller().verdicts(t, load_taxonomy())}
+    assert set(by) == {"FM-1.3", "FM-1.5", "FM-2.1", "FM-3.1"}
+    assert by["FM-1.3"].verdict == "present" and by["FM-1.3"].onset_step == 3 and by["FM-1.3"].quote == msg
+    assert by["FM-1.3"].grounded is True
+    assert by["FM-3.1"].verdict == "absent"
+
+
+def test_on_the_real_mad_human_sample(db, shared_data):
+    assert not import_paths(db, [shared_data / "mad_human_sample"]).failed
+    tax = load_taxonomy()
+    found = {}
+    for summary in list_trajectories(db):
+        t = get_trajectory(db, summary.id)
+        found[summary.title] = {v.mode_id: v for v in RulesLabeller().verdicts(t, tax) if v.verdict == "present"}
+    ag2 = next(v for title, v in found.items() if title.startswith("AG2/GSM-Plus/2"))
+    # the math proxy keeps sending the same "Continue." prompt: the humans call it FM-1.5
+    assert "FM-1.5" in ag2 and len(ag2["FM-1.5"].evidence_steps) >= 2
+    assert not any("FM-3.1" in v for v in found.values())
