@@ -148,6 +148,7 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, no delayed-ACK stall
 
             def log_message(self, *args: object) -> None:  # keep test output quiet
                 return
@@ -259,6 +260,8 @@ class FakeOpenAI:
 
 
 class _QuietServer(ThreadingHTTPServer):
+    request_queue_size = 256  # up to hundreds of concurrent clients connect at once in the benchmark
+
     def handle_error(self, request, client_address) -> None:  # a client that went away is expected here
         return
 

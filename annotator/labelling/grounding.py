@@ -52,8 +52,9 @@ def check_answer(
     allowed = allowed if allowed is not None else range(min(indices, default=0), max(indices, default=-1) + 1)
     problems: list[str] = []
     seen: dict[str, ModeVerdict] = {}
+    known = set(taxonomy.mode_ids)
     for item in answer.modes:
-        mode_id = taxonomy.resolve(item.mode_id)
+        mode_id = item.mode_id if item.mode_id in known else taxonomy.resolve(item.mode_id)
         if mode_id is None:
             problems.append(f"unknown mode id {item.mode_id!r}")
             continue

@@ -27,8 +27,8 @@ from annotator.labelling.prompts import (
     part_note,
     render_step,
     render_trajectory,
+    StructuredPrompt,
     repair_messages,
-    structured_messages,
 )
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
 from annotator.labelling.voting import majority
@@ -99,14 +99,15 @@ class LLMLabeller:
         self.prices, self.usage, self.endpoint_host = prices, usage, endpoint_host
         self.definitions = definitions
         self.schema = answer_schema() if settings.prompt == "structured" else None
+        self._structured = StructuredPrompt(taxonomy, self.schema) if self.schema is not None else None
         self.sent = 0
         self.cached = 0
 
     # -- planning --------------------------------------------------------------------------
 
     def _messages(self, tag: str, text: str) -> list[dict[str, str]]:
-        if self.settings.prompt == "structured":
-            return structured_messages(self.taxonomy, self.schema or {}, tag, text)
+        if self._structured is not None:
+            return self._structured.messages(tag, text)
         return mast_original.messages(self.taxonomy, tag, text, self.definitions)
 
     def key(self, model: str, messages: list[dict[str, str]], sample: int) -> str:

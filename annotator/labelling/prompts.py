@@ -93,17 +93,19 @@ def part_note(window: Sequence[Step], total: int, k: int, n: int) -> str | None:
     )
 
 
-def structured_messages(
-    taxonomy: Taxonomy, schema: dict, tag: str, trajectory_text: str
-) -> list[dict[str, str]]:
-    """The chat messages of a structured-output request."""
-    system = SYSTEM.format(
-        tag=tag,
-        example_id=taxonomy.modes[0].id,
-        schema=orjson.dumps(schema).decode(),
-    )
-    user = render_codebook(taxonomy) + "\n\n" + trajectory_text + "\nAnswer with the JSON object now."
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+class StructuredPrompt:
+    """The structured-output prompt of one codebook; its fixed parts are rendered once."""
+
+    def __init__(self, taxonomy: Taxonomy, schema: dict):
+        self.codebook = render_codebook(taxonomy)
+        self.example_id = taxonomy.modes[0].id
+        self.schema = orjson.dumps(schema).decode()
+
+    def messages(self, tag: str, trajectory_text: str) -> list[dict[str, str]]:
+        """The chat messages of a request about one trajectory (or window)."""
+        system = SYSTEM.format(tag=tag, example_id=self.example_id, schema=self.schema)
+        user = self.codebook + "\n\n" + trajectory_text + "\nAnswer with the JSON object now."
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def repair_messages(messages: list[dict[str, str]], answer: str, problem: str) -> list[dict[str, str]]:
