@@ -22,6 +22,7 @@ from annotator.importers.base import Importer, ImportOptions, registry
 HEAD_BYTES = 64 * 1024
 PARSE_BYTES = 512 * 1024
 JSONL_LINES = 50
+ATTRIBUTE_KEYS = 2000
 _MAX_DEPTH = 4
 
 
@@ -38,6 +39,9 @@ class Head:
     root: str | None = None  # "object" | "array" for JSON
     lines: list[object] = field(default_factory=list)
     zip_members: list[str] = field(default_factory=list)
+    #: Span attribute names seen at any depth: keys of ``attributes`` maps and the ``key`` of
+    #: OTLP ``attributes`` lists (``[{"key": ..., "value": ...}]``), at most ``ATTRIBUTE_KEYS``.
+    attribute_keys: set[str] = field(default_factory=set)
 
     def keys(self, prefix: str = "") -> set[str]:
         """Keys seen in objects at an ijson prefix ('' = root object, 'item' = array items)."""
@@ -151,6 +155,8 @@ def _json_shape(path: Path, head: Head) -> None:
                 depth = prefix.count(".") + 1 if prefix else 0
                 if head.root is None:
                     head.root = "object" if event == "start_map" else "array" if event == "start_array" else "scalar"
+                if len(head.attribute_keys) < ATTRIBUTE_KEYS:
+                    _attribute_key(head, prefix, event, value)
                 if depth > _MAX_DEPTH:
                     continue
                 if event == "map_key":
@@ -163,6 +169,13 @@ def _json_shape(path: Path, head: Head) -> None:
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
     except ijson.common.JSONError as exc:
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
+
+
+def _attribute_key(head: Head, prefix: str, event: str, value: object) -> None:
+    if event == "map_key" and (prefix == "attributes" or prefix.endswith(".attributes")):
+        head.attribute_keys.add(value)
+    elif event == "string" and prefix.endswith("attributes.item.key"):
+        head.attribute_keys.add(value)
 
 
 def _json_problem(path: Path) -> json.JSONDecodeError | None:

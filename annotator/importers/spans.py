@@ -1,0 +1,435 @@
+"""Span traces (OpenTelemetry GenAI, OpenInference) turned into replayable steps.
+
+Both conventions ship in the same containers — an OTLP/JSON export (``resourceSpans``, one
+object or one per line), a flattened list of span dicts, or the bare attribute map of one
+span — and differ only in attribute names. This module reads the containers and orders the
+spans; a :class:`Convention` (one per format module) says what a span is and which messages,
+tool call or agent it carries.
+
+Steps are emitted in time order across the whole trace (a coordinator's tool call, then the
+sub-agent it started, then the tool's result), not depth-first, because that is the order an
+annotator replays. The span tree survives in ``Step.parent``: the index of the step of the
+nearest enclosing agent span (or of a tool span that emitted its own call).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from annotator.errors import ImportFailure
+from annotator.importers.base import ImportedRecord, ImportOptions, as_text, finish, stable_id
+from annotator.importers.detect import Head, read_head
+from annotator.importers.reading import iter_jsonl, load_json
+from annotator.importers.steps import StepList, as_int, json_text, parse_json_maybe, parse_time, plain
+from annotator.models import Step, Trajectory
+
+#: What a span is, as far as steps go.
+LLM, TOOL, AGENT, CHAIN, EVENT, OTHER = "llm", "tool", "agent", "chain", "event", "other"
+#: Input roles shown as steps in a multi-span trace; other inputs repeat earlier steps.
+_CONTEXT_ROLES = {"system", "user", "developer", "human"}
+
+
+@dataclass
+class Span:
+    """One span, whatever container it came in; attribute values decoded to plain Python."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start: int
+    end: int
+    attributes: dict
+    events: list = field(default_factory=list)
+    error: str | None = None
+    resource: dict = field(default_factory=dict)
+    raw: object = None
+
+
+class Convention:
+    """What a semantic convention's attributes mean. Subclassed per format."""
+
+    def kind(self, span: Span) -> str:
+        raise NotImplementedError
+
+    def agent_name(self, span: Span) -> str | None:
+        raise NotImplementedError
+
+    def input_messages(self, span: Span) -> list[dict]:
+        """Messages as ``{"role", "parts": [{"type": "text"|"reasoning"|"tool_call"|
+        "tool_call_response", ...}]}``."""
+        raise NotImplementedError
+
+    def output_messages(self, span: Span) -> list[dict]:
+        raise NotImplementedError
+
+    def tool(self, span: Span) -> tuple[str | None, object, object, str | None]:
+        """(tool name, arguments, result, call id) of a tool span."""
+        raise NotImplementedError
+
+    def model(self, span: Span) -> str | None:
+        raise NotImplementedError
+
+    def tokens(self, span: Span) -> tuple[int | None, int | None]:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- containers
+
+
+def sniff_attribute_keys(head: Head) -> set[str]:
+    """Attribute keys a span file shows in its head, in any container (empty if not spans)."""
+    if head.kind == "jsonl":
+        first = head.lines[0] if head.lines else None
+        if isinstance(first, dict) and ("resourceSpans" in first or "resource_spans" in first):
+            return _otlp_keys(first)
+        return set()
+    if head.kind != "json":
+        return set()
+    root = head.keys("")
+    if "resourceSpans" in root or "resource_spans" in root:
+        return head.attribute_keys
+    if head.root == "array" and {"span_id", "attributes"} <= head.keys("item"):
+        return head.keys("item.attributes")
+    if head.root == "object" and not root & {"spans", "resourceLogs", "resource_logs"}:
+        return root  # a single span's attribute map
+    return set()
+
+
+def _otlp_keys(doc: dict) -> set[str]:
+    keys: set[str] = set()
+    for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
+        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
+            for sp in (ss or {}).get("spans") or []:
+                keys.update(_attrs(sp.get("attributes")).keys())
+    return keys
+
+
+def read_spans(path: Path, opts: ImportOptions) -> list[Span]:
+    """Every span in the file, from whichever container it uses."""
+    if read_head(path, opts).kind == "jsonl":
+        skipped = opts.extra.setdefault("skipped_lines", [])
+        spans: list[Span] = []
+        for lineno, doc in iter_jsonl(path, opts, skipped):
+            if not isinstance(doc, dict):
+                raise ImportFailure(str(path), "expected an OTLP/JSON object", where=f"line {lineno}")
+            spans.extend(_otlp_spans(doc))
+        return spans
+    data = load_json(path)
+    if isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data):
+        return _otlp_spans(data)
+    if isinstance(data, list):
+        return [_flat_span(path, i, item) for i, item in enumerate(data)]
+    if isinstance(data, dict):
+        attrs = {k: parse_json_maybe(v) if k.endswith("messages") else v for k, v in data.items()}
+        return [Span(trace_id=path.stem, span_id="span", parent_id=None, name=path.stem, start=0, end=0,
+                     attributes=attrs, raw=data)]
+    raise ImportFailure(str(path), "expected span data (OTLP/JSON, a span list or an attribute map)")
+
+
+def _any_value(v: object) -> object:
+    """Decode an OTLP AnyValue (``{"stringValue": ...}`` and friends)."""
+    if not isinstance(v, dict):
+        return v
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:
+        return as_int(v["intValue"])
+    if "arrayValue" in v:
+        return [_any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in v:
+        return _attrs((v["kvlistValue"] or {}).get("values"))
+    return None
+
+
+def _attrs(items: object) -> dict:
+    if isinstance(items, dict):
+        return dict(items)
+    out: dict = {}
+    for kv in items or []:
+        if isinstance(kv, dict) and isinstance(kv.get("key"), str):
+            out[kv["key"]] = _any_value(kv.get("value"))
+    return out
+
+
+def _status_error(status: object) -> str | None:
+    if not isinstance(status, dict):
+        return None
+    code = status.get("code", status.get("status_code"))
+    if code in (2, "2", "ERROR", "STATUS_CODE_ERROR"):
+        return str(status.get("message") or status.get("description") or "error")
+    return None
+
+
+def _exception(events: object) -> str | None:
+    """The message of a span's ``exception`` event, if it has one."""
+    for e in events or []:
+        if isinstance(e, dict) and e.get("name") == "exception":
+            attrs = _attrs(e.get("attributes"))
+            return str(attrs.get("exception.message") or attrs.get("exception.type") or "exception")
+    return None
+
+
+def _otlp_spans(doc: dict) -> list[Span]:
+    spans = []
+    for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
+        resource = _attrs(((rs or {}).get("resource") or {}).get("attributes"))
+        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
+            for sp in (ss or {}).get("spans") or []:
+                if not isinstance(sp, dict):
+                    continue
+                spans.append(Span(
+                    trace_id=str(sp.get("traceId") or sp.get("trace_id") or ""),
+                    span_id=str(sp.get("spanId") or sp.get("span_id") or ""),
+                    parent_id=sp.get("parentSpanId") or sp.get("parent_span_id") or None,
+                    name=str(sp.get("name") or ""),
+                    start=as_int(sp.get("startTimeUnixNano")) or 0,
+                    end=as_int(sp.get("endTimeUnixNano")) or 0,
+                    attributes=_attrs(sp.get("attributes")),
+                    events=[{"name": e.get("name"), "attributes": _attrs(e.get("attributes")),
+                             "time": e.get("timeUnixNano")} for e in sp.get("events") or [] if isinstance(e, dict)],
+                    error=_status_error(sp.get("status")) or _exception(sp.get("events")),
+                    resource=resource,
+                    raw=sp,
+                ))
+    return spans
+
+
+def _flat_span(path: Path, i: int, item: object) -> Span:
+    if not isinstance(item, dict) or "span_id" not in item:
+        raise ImportFailure(str(path), "not a span (needs 'span_id')", where=f"record {i + 1}")
+    events = []
+    for e in item.get("span_events") or item.get("events") or []:
+        if isinstance(e, dict):
+            events.append({"name": e.get("name"), "attributes": _attrs(e.get("attributes")),
+                           "time": e.get("timestamp") or e.get("time")})
+    attrs = item.get("attributes") if isinstance(item.get("attributes"), dict) else {}
+    return Span(
+        trace_id=str(item.get("trace_id") or ""),
+        span_id=str(item["span_id"]),
+        parent_id=item.get("parent_span_id") or item.get("parent_id") or None,
+        name=str(item.get("name") or ""),
+        start=_ns(item.get("start_time")),
+        end=_ns(item.get("end_time")),
+        attributes=attrs,
+        events=events,
+        error=_status_error(item.get("status")) or _exception(events),
+        resource=item.get("resource") if isinstance(item.get("resource"), dict) else {},
+        raw=item,
+    )
+
+
+def _ns(value: object) -> int:
+    n = as_int(value)
+    if n is not None:
+        return n
+    dt = parse_time(value)
+    return int(dt.timestamp() * 1e9) if dt else 0
+
+
+# ---------------------------------------------------------------- spans -> steps
+
+
+def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) -> Iterator[ImportedRecord]:
+    """One trajectory per trace id, in the order the traces first appear."""
+    spans = read_spans(path, opts)
+    if not spans:
+        raise ImportFailure(str(path), "no spans in the file")
+    traces: dict[str, list[Span]] = defaultdict(list)
+    for sp in spans:
+        traces[sp.trace_id].append(sp)
+    for trace_id, members in traces.items():
+        yield _trace_record(path, opts, fmt, conv, trace_id, members)
+
+
+def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, trace_id: str,
+                  spans: list[Span]) -> ImportedRecord:
+    builder = _TraceBuilder(conv, spans)
+    steps = builder.build()
+    by_id = {s.span_id: s for s in spans}
+    roots = [s for s in spans if s.parent_id not in by_id]
+    root = min(roots, key=lambda s: s.start) if roots else spans[0]
+    models = [m for s in spans if conv.kind(s) == LLM and (m := conv.model(s))]
+    service = next((s.resource.get("service.name") for s in spans if s.resource.get("service.name")), None)
+    task = next((s.content for s in steps.steps if s.role == "user" and s.content), None)
+    traj = Trajectory(
+        id=stable_id(fmt, trace_id, path.name),
+        source_format=fmt,
+        source_path=str(path),
+        source_ref=f"trace {trace_id}",
+        title=builder.agents[0] if builder.agents else root.name,
+        system=service if isinstance(service, str) else None,
+        model=models[0] if models else None,
+        task=task,
+        metadata={"trace_id": trace_id, "spans": len(spans), "agents": builder.agents},
+        raw=orjson.dumps([s.raw for s in spans], default=str),
+        steps=steps.steps,
+    )
+    return ImportedRecord(trajectory=finish(traj, opts), warnings=steps.warnings())
+
+
+class _TraceBuilder:
+    """Walks one trace's spans in time order and appends their steps."""
+
+    def __init__(self, conv: Convention, spans: list[Span]):
+        self.conv = conv
+        self.spans = spans
+        self.by_id = {s.span_id: s for s in spans}
+        self.out = StepList()
+        self.anchor: dict[str, int] = {}  # span id -> index of the step children hang under
+        self.seen: set = set()
+        self.pending: dict[str, list[Step]] = defaultdict(list)  # tool name -> calls awaiting a span
+        self.call_of: dict[str, str | None] = {}  # tool span id -> the call id its result answers
+        self.call_names: dict[object, object] = {}  # call id -> tool name, for results in messages
+        self.single = len(spans) == 1
+        self.agents: list[str] = []
+
+    def build(self) -> StepList:
+        items = []  # (time, depth, seq, action, span)
+        for seq, sp in enumerate(self.spans):
+            depth = len(self._ancestors(sp))
+            kind = self.conv.kind(sp)
+            if kind in (AGENT, EVENT):
+                items.append((sp.start, depth, seq, kind, sp))
+            elif kind == LLM:
+                items.append((sp.start, depth, seq, "llm_in", sp))
+                items.append((sp.end, depth, seq, "llm_out", sp))
+            elif kind == TOOL:
+                items.append((sp.start, depth, seq, "tool_in", sp))
+                items.append((sp.end, depth, seq, "tool_out", sp))
+            if sp.error and kind != TOOL:
+                items.append((sp.end, depth, seq, "error", sp))
+        for _, _, _, action, sp in sorted(items, key=lambda t: t[:3]):
+            getattr(self, "_" + action)(sp)
+        return self.out
+
+    def _ancestors(self, sp: Span) -> list[Span]:
+        chain, cur, guard = [], sp, set()
+        while cur.parent_id in self.by_id and cur.parent_id not in guard:
+            guard.add(cur.parent_id)
+            cur = self.by_id[cur.parent_id]
+            chain.append(cur)
+        return chain
+
+    def _context(self, sp: Span) -> dict:
+        """agent, parent and group of a step made from ``sp``."""
+        agent = parent = group = None
+        for anc in [sp, *self._ancestors(sp)]:
+            kind = self.conv.kind(anc)
+            if agent is None and kind == AGENT:
+                agent = self.conv.agent_name(anc)
+            if group is None and kind == CHAIN:
+                group = anc.name
+            if parent is None and anc is not sp and anc.span_id in self.anchor:
+                parent = self.anchor[anc.span_id]
+        return {"agent": agent, "parent": parent, "group": group or sp.name}
+
+    def _base(self, sp: Span) -> dict:
+        return {"timestamp": parse_time(sp.start) if sp.start else None,
+                "attributes": {"span_id": sp.span_id, "span_name": sp.name}}
+
+    def _agent(self, sp: Span) -> None:
+        name = self.conv.agent_name(sp) or sp.name
+        if name not in self.agents:
+            self.agents.append(name)
+        ctx = self._context(sp)
+        step = self.out.add(kind="event", role="agent", content=f"agent {name} starts", raw=plain(sp.raw),
+                            **{**ctx, "agent": name}, **self._base(sp))
+        self.anchor[sp.span_id] = step.index
+
+    def _event(self, sp: Span) -> None:
+        ctx = self._context(sp)
+        text = as_text(sp.attributes.get("output.value") or sp.attributes.get("input.value") or sp.name)
+        self.out.add(kind="event", content=f"{sp.name}: {text}", raw=plain(sp.raw), **ctx, **self._base(sp))
+
+    def _llm_in(self, sp: Span) -> None:
+        ctx = self._context(sp)
+        for j, msg in enumerate(self.conv.input_messages(sp)):
+            role = str(msg.get("role") or "user")
+            if not self.single and role not in _CONTEXT_ROLES:
+                continue
+            self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": role if role in _CONTEXT_ROLES else ctx["agent"] or role})
+
+    def _llm_out(self, sp: Span) -> None:
+        ctx = self._context(sp)
+        first = len(self.out.steps)
+        for j, msg in enumerate(self.conv.output_messages(sp)):
+            self._message(sp, msg, f"{sp.span_id}.out[{j}]", {**ctx, "agent": ctx["agent"] or "assistant"})
+        if len(self.out.steps) > first:
+            tokens_in, tokens_out = self.conv.tokens(sp)
+            self.out.steps[first].tokens_in = tokens_in
+            self.out.steps[first].tokens_out = tokens_out
+            model = self.conv.model(sp)
+            if model:
+                self.out.steps[first].attributes["model"] = model
+
+    def _message(self, sp: Span, msg: dict, sid: str, ctx: dict) -> None:
+        role = str(msg.get("role") or "")
+        base = self._base(sp)
+        if sp.end and sid.split(".")[-1].startswith("out"):
+            base["timestamp"] = parse_time(sp.end)
+        for k, part in enumerate(msg.get("parts") or []):
+            ptype = part.get("type")
+            key = (ptype, role, part.get("id") or json_text(part.get("content") or part.get("arguments")),
+                   part.get("name"))
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            step_id = f"{sid}[{k}]"
+            raw = plain(part)
+            if ptype == "tool_call":
+                args = json_text(part.get("arguments")) or ""
+                step = self.out.add(id=step_id, kind="tool_call", role=role, content=f"{part.get('name')}({args})",
+                                    tool_name=part.get("name"), tool_args=args, call_id=part.get("id"),
+                                    raw=raw, **ctx, **base)
+                self.pending[str(part.get("name"))].append(step)
+                self.call_names[part.get("id")] = part.get("name")
+            elif ptype == "tool_call_response":
+                self.out.add(id=step_id, kind="tool_result", role=role, content=as_text(part.get("response")),
+                             tool_name=self.call_names.get(part.get("id")), call_id=part.get("id"), raw=raw,
+                             **ctx, **base)
+            else:
+                kind = "thought" if ptype == "reasoning" else "system" if role in ("system", "developer") else "message"
+                self.out.add(id=step_id, kind=kind, role=role, content=as_text(part.get("content")),
+                             raw=raw, **ctx, **base)
+
+    def _tool_in(self, sp: Span) -> None:
+        name, args, _, call_id = self.conv.tool(sp)
+        queue = self.pending.get(str(name)) or []
+        match = next((c for c in queue if call_id is None or c.call_id in (None, call_id)), None)
+        if match is not None:
+            queue.remove(match)
+            if match.call_id is None:
+                match.call_id = call_id or sp.span_id
+            self.call_of[sp.span_id] = match.call_id
+            return
+        ctx = self._context(sp)
+        args_text = json_text(args) or ""
+        step = self.out.add(id=f"{sp.span_id}.call", kind="tool_call", role="assistant",
+                            content=f"{name}({args_text})", tool_name=name, tool_args=args_text,
+                            call_id=call_id or sp.span_id, raw=plain(sp.raw), **ctx, **self._base(sp))
+        self.call_of[sp.span_id] = step.call_id
+        self.anchor[sp.span_id] = step.index
+
+    def _tool_out(self, sp: Span) -> None:
+        name, _, result, _ = self.conv.tool(sp)
+        ctx = self._context(sp)
+        base = self._base(sp)
+        base["timestamp"] = parse_time(sp.end) if sp.end else base["timestamp"]
+        if sp.error:
+            base["attributes"]["error"] = sp.error
+        self.out.add(id=f"{sp.span_id}.result", kind="tool_result", role="tool", tool_name=name,
+                     content=as_text(result) if result is not None else (sp.error or ""),
+                     call_id=self.call_of.get(sp.span_id), raw=plain(sp.raw), **ctx, **base)
+        self.seen.add(("tool_call_response", "tool", self.call_of.get(sp.span_id), None))
+
+    def _error(self, sp: Span) -> None:
+        ctx = self._context(sp)
+        self.out.add(id=f"{sp.span_id}.error", kind="error", content=sp.error or "error", raw=plain(sp.raw),
+                     **ctx, **self._base(sp))
