@@ -2,3 +2,4 @@
 
 from annotator.importers import chat, mad, who_and_when  # noqa: F401
 from annotator.importers import otel_genai, openinference  # noqa: F401
+from annotator.importers import inspect_ai  # noqa: F401
