@@ -4,3 +4,4 @@ from annotator.importers import chat, mad, who_and_when  # noqa: F401
 from annotator.importers import otel_genai, openinference  # noqa: F401
 from annotator.importers import inspect_ai  # noqa: F401
 from annotator.importers import mini_swe_agent, swe_agent  # noqa: F401
+from annotator.importers import openhands  # noqa: F401
