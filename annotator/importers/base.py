@@ -116,7 +116,8 @@ def finish(traj: Trajectory, opts: ImportOptions) -> Trajectory:
 
 
 def link_tool_steps(steps: list[Step]) -> None:
-    """Point each tool call at its result and back, by ``call_id``, where not already linked."""
+    """Point each tool call at its result and back, by ``call_id``, where not already linked;
+    a result that does not name its tool takes the name from its call."""
     calls: dict[str, Step] = {}
     for s in steps:
         if s.call_id is None:
@@ -129,6 +130,8 @@ def link_tool_steps(steps: list[Step]) -> None:
                 s.link = call.index
             if call.link is None:
                 call.link = s.index
+            if s.tool_name is None:
+                s.tool_name = call.tool_name
 
 
 def as_text(value: object) -> str:

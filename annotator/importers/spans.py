@@ -286,7 +286,6 @@ class _TraceBuilder:
         self.seen: set = set()
         self.pending: dict[str, list[Step]] = defaultdict(list)  # tool name -> calls awaiting a span
         self.call_of: dict[str, str | None] = {}  # tool span id -> the call id its result answers
-        self.call_names: dict[object, object] = {}  # call id -> tool name, for results in messages
         self.single = len(spans) == 1
         self.agents: list[str] = []
 
@@ -389,11 +388,9 @@ class _TraceBuilder:
                                     tool_name=part.get("name"), tool_args=args, call_id=part.get("id"),
                                     raw=raw, **ctx, **base)
                 self.pending[str(part.get("name"))].append(step)
-                self.call_names[part.get("id")] = part.get("name")
             elif ptype == "tool_call_response":
                 self.out.add(id=step_id, kind="tool_result", role=role, content=as_text(part.get("response")),
-                             tool_name=self.call_names.get(part.get("id")), call_id=part.get("id"), raw=raw,
-                             **ctx, **base)
+                             call_id=part.get("id"), raw=raw, **ctx, **base)
             else:
                 kind = "thought" if ptype == "reasoning" else "system" if role in ("system", "developer") else "message"
                 self.out.add(id=step_id, kind=kind, role=role, content=as_text(part.get("content")),
