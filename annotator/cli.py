@@ -97,10 +97,15 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
 @click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option(
+    "--ground-truth",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="ITBench: folder of scenario groundtruth.yaml files; scores each run's diagnosis.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 @click.pass_context
 @handled
-def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, quiet):
+def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, ground_truth, quiet):
     """Import trajectory files, folders or glob patterns.
 
     Each file is imported whole or not at all; a bad file is reported with its line or
@@ -110,13 +115,16 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     Examples:
       mast import ../shared/data/who_and_when
       mast import 'runs/**/*.jsonl' --format openai_chat --system my-agent
+      mast import outputs/agent_outputs --ground-truth scenarios/   # ITBench runs, scored
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from annotator.importers.base import ImportOptions
     from annotator.importers.service import expand_paths, import_paths
 
-    opts = ImportOptions(system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines)
+    opts = ImportOptions(
+        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
+    )
     if max_size is not None:
         opts.max_bytes = max_size
     db = _open(ctx)
@@ -138,7 +146,7 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
         def step(result):
             bar.update(task, advance=1, description=escape(Path(result.path).name))
 
-        summary = import_paths(db, files, fmt, opts, progress=step)
+        summary = import_paths(db, paths, fmt, opts, progress=step)
     for f in summary.files:
         if not quiet:
             _print_file_result(f)
@@ -147,6 +155,9 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
+    skipped = sum(1 for f in summary.files if f.skipped)
+    if skipped:
+        line += f", {skipped} skipped (not a trajectory)"
     out.print(Text(line, style="bold"))
     if failed:
         for f in failed:
@@ -156,6 +167,9 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
 
 def _print_file_result(f) -> None:
     if not f.ok:
+        return
+    if f.skipped:
+        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped))
         return
     parts = [f"{f.imported} imported"] if f.imported else []
     if f.updated:

@@ -34,6 +34,8 @@ class ImportOptions:
     benchmark: str | None = None
     skip_bad_lines: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    #: Folder of ground-truth files that importers able to score a run use for its outcome.
+    ground_truth: Path | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -64,6 +66,10 @@ class Importer:
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         """Yield the file's trajectories one by one; raise ImportFailure on bad input."""
         raise NotImplementedError
+
+    def claims_dir(self, path: Path) -> bool:
+        """Whether this importer reads the folder ``path`` as one unit (a run folder)."""
+        return False
 
 
 _REGISTRY: dict[str, Importer] = {}

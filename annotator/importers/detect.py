@@ -213,3 +213,8 @@ def detect(path: Path, opts: ImportOptions | None = None, head: Head | None = No
             f"unknown format ({head.kind}); supported: {', '.join(importers)} (force one with --format)",
         )
     raise AmbiguousFormat(str(path), [imp.name for imp in chosen])
+
+
+def dir_importer(path: Path) -> Importer | None:
+    """The importer that reads the folder ``path`` as one unit (a run folder), if any."""
+    return next((imp for imp in registry().values() if imp.claims_dir(path)), None)

@@ -106,7 +106,7 @@ def _otlp_keys(doc: dict) -> set[str]:
     for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
         for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
             for sp in (ss or {}).get("spans") or []:
-                keys.update(_attrs(sp.get("attributes")).keys())
+                keys.update(otlp_attributes(sp.get("attributes")).keys())
     return keys
 
 
@@ -144,11 +144,12 @@ def _any_value(v: object) -> object:
     if "arrayValue" in v:
         return [_any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
     if "kvlistValue" in v:
-        return _attrs((v["kvlistValue"] or {}).get("values"))
+        return otlp_attributes((v["kvlistValue"] or {}).get("values"))
     return None
 
 
-def _attrs(items: object) -> dict:
+def otlp_attributes(items: object) -> dict:
+    """Attributes as a plain dict, from an OTLP ``[{key, value: AnyValue}]`` list or a dict."""
     if isinstance(items, dict):
         return dict(items)
     out: dict = {}
@@ -171,7 +172,7 @@ def _exception(events: object) -> str | None:
     """The message of a span's ``exception`` event, if it has one."""
     for e in events or []:
         if isinstance(e, dict) and e.get("name") == "exception":
-            attrs = _attrs(e.get("attributes"))
+            attrs = otlp_attributes(e.get("attributes"))
             return str(attrs.get("exception.message") or attrs.get("exception.type") or "exception")
     return None
 
@@ -179,7 +180,7 @@ def _exception(events: object) -> str | None:
 def _otlp_spans(doc: dict) -> list[Span]:
     spans = []
     for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
-        resource = _attrs(((rs or {}).get("resource") or {}).get("attributes"))
+        resource = otlp_attributes(((rs or {}).get("resource") or {}).get("attributes"))
         for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
             for sp in (ss or {}).get("spans") or []:
                 if not isinstance(sp, dict):
@@ -191,8 +192,8 @@ def _otlp_spans(doc: dict) -> list[Span]:
                     name=str(sp.get("name") or ""),
                     start=as_int(sp.get("startTimeUnixNano")) or 0,
                     end=as_int(sp.get("endTimeUnixNano")) or 0,
-                    attributes=_attrs(sp.get("attributes")),
-                    events=[{"name": e.get("name"), "attributes": _attrs(e.get("attributes")),
+                    attributes=otlp_attributes(sp.get("attributes")),
+                    events=[{"name": e.get("name"), "attributes": otlp_attributes(e.get("attributes")),
                              "time": e.get("timeUnixNano")} for e in sp.get("events") or [] if isinstance(e, dict)],
                     error=_status_error(sp.get("status")) or _exception(sp.get("events")),
                     resource=resource,
@@ -207,7 +208,7 @@ def _flat_span(path: Path, i: int, item: object) -> Span:
     events = []
     for e in item.get("span_events") or item.get("events") or []:
         if isinstance(e, dict):
-            events.append({"name": e.get("name"), "attributes": _attrs(e.get("attributes")),
+            events.append({"name": e.get("name"), "attributes": otlp_attributes(e.get("attributes")),
                            "time": e.get("timestamp") or e.get("time")})
     attrs = item.get("attributes") if isinstance(item.get("attributes"), dict) else {}
     return Span(
