@@ -20,7 +20,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, json_text, parse_time, plain
+from annotator.importers.steps import StepList, as_int, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import HIDDEN, Trajectory
 
 MAIN_AGENT = "claude"
@@ -44,7 +44,7 @@ class _Session:
     def line(self, lineno: int, rec: object, path: Path) -> None:
         if not isinstance(rec, dict):
             raise ImportFailure(str(path), "expected a JSON object", where=f"line {lineno}")
-        kind = rec.get("type")
+        kind = str_or_none(rec.get("type"))
         base = dict(timestamp=parse_time(rec.get("timestamp")), raw=plain(rec))
         side = bool(rec.get("isSidechain"))
         agent = (f"subagent {rec['agentId']}" if rec.get("agentId") else "sidechain") if side else MAIN_AGENT
@@ -58,7 +58,7 @@ class _Session:
             self.message(lineno, rec, agent, base, ctx)
         elif kind == "system":
             if rec.get("subtype") == "init":
-                self.model = self.model or rec.get("model")
+                self.model = self.model or str_or_none(rec.get("model"))
                 self.meta.setdefault("tools", rec.get("tools"))
             text = as_text(rec.get("content")) or f"[{rec.get('subtype') or 'system'}]"
             self.out.add(id=f"line {lineno}", kind="system", role="system", agent="system", content=text,
@@ -69,10 +69,10 @@ class _Session:
             self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
 
     def message(self, lineno: int, rec: dict, agent: str, base: dict, ctx: dict) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
-        role = msg.get("role") or rec.get("type")
+        msg = obj(rec.get("message"))
+        role = str_or_none(msg.get("role")) or str_or_none(rec.get("type"))
         content = msg.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else seq(content)
         mid = str(msg.get("id") or rec.get("requestId") or rec.get("uuid") or lineno)
         seen = self.blocks.setdefault(mid, set())
         first = len(self.out.steps)
@@ -86,7 +86,7 @@ class _Session:
                 continue
             seen.add(key)
             sid = f"line {lineno}[{j}]"
-            btype = block.get("type")
+            btype = str_or_none(block.get("type"))
             if btype == "text":
                 kind = "system" if injected else "message"
                 self.out.add(id=sid, kind=kind, role=role, agent=who, content=as_text(block.get("text")), **base, **ctx)
@@ -98,7 +98,7 @@ class _Session:
                 step = self.out.add(id=sid, kind="tool_call", role=role, agent=agent,
                                     content=f"{block.get('name')}({args})", tool_name=block.get("name"),
                                     tool_args=args, call_id=block.get("id"), **base, **ctx)
-                if block.get("name") in _SUBAGENT_TOOLS and not rec.get("isSidechain"):
+                if str_or_none(block.get("name")) in _SUBAGENT_TOOLS and not rec.get("isSidechain"):
                     self.task_call = step.index
             elif btype == "tool_result":
                 step = self.out.add(id=sid, kind="tool_result", role="tool", agent="environment",
@@ -109,8 +109,8 @@ class _Session:
             else:
                 self.out.add(id=sid, kind="message", role=role, agent=who, content=f"[{btype}]", **base, **ctx)
         if role == "assistant":
-            self.model = self.model or msg.get("model")
-            usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
+            self.model = self.model or str_or_none(msg.get("model"))
+            usage = obj(msg.get("usage"))
             if usage and mid not in self.usage_done and len(self.out.steps) > first:
                 self.usage_done.add(mid)
                 self.out.steps[first].tokens_in = as_int(usage.get("input_tokens"))
@@ -118,7 +118,7 @@ class _Session:
 
 
 def _is_transcript(line: object) -> bool:
-    return isinstance(line, dict) and line.get("type") in _MESSAGE_TYPES and (
+    return isinstance(line, dict) and str_or_none(line.get("type")) in _MESSAGE_TYPES and (
         ("sessionId" in line and "uuid" in line) or ("session_id" in line and "message" in line))
 
 
@@ -157,6 +157,6 @@ class ClaudeCode(Importer):
             outcome=outcome,
             metadata=meta,
             raw=path.read_bytes(),
-            steps=s.out.steps,
+            steps=s.out.require(path, "messages"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts), warnings=s.out.warnings())

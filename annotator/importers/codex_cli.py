@@ -21,7 +21,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, compact, json_text, parse_json_maybe, parse_time, plain
+from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_json_maybe, parse_time, plain, str_or_none
 from annotator.models import Step, Trajectory
 
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
@@ -59,13 +59,12 @@ class _Reader:
     def line(self, lineno: int, rec: object, path: Path) -> None:
         if not isinstance(rec, dict):
             raise ImportFailure(str(path), "expected a JSON object", where=f"line {lineno}")
-        kind, payload = rec.get("type"), rec.get("payload")
-        payload = payload if isinstance(payload, dict) else {}
+        kind, payload = str_or_none(rec.get("type")), obj(rec.get("payload"))
         base = dict(timestamp=parse_time(rec.get("timestamp")), raw=plain(rec), id=f"line {lineno}")
         if kind == "session_meta":
             self.r.meta.update({k: v for k, v in payload.items() if k != "instructions"})
         elif kind == "turn_context":
-            self.r.model = self.r.model or payload.get("model")
+            self.r.model = self.r.model or str_or_none(payload.get("model"))
         elif kind == "response_item":
             self.item(payload, base)
         elif kind == "event_msg":
@@ -78,9 +77,9 @@ class _Reader:
 
     def item(self, p: dict, base: dict) -> None:
         out = self.r.steps
-        ptype = p.get("type")
+        ptype = str_or_none(p.get("type"))
         if ptype == "message":
-            role = p.get("role")
+            role = str_or_none(p.get("role"))
             text = _text(p.get("content"))
             context = role in ("developer", "system") or text.lstrip().startswith(_CONTEXT_TAGS)
             out.add(kind="system" if context else "message", role=role,
@@ -91,7 +90,7 @@ class _Reader:
                 out.add(kind="thought", role="assistant", agent="codex", content=text, **base)
         elif ptype in _CALLS:
             args = json_text(p.get(_CALLS[ptype])) or ""
-            name = p.get("name") or ptype.removesuffix("_call")
+            name = str_or_none(p.get("name")) or ptype.removesuffix("_call")
             out.add(kind="tool_call", role="assistant", agent="codex", content=f"{name}({args})", tool_name=name,
                     tool_args=args, call_id=p.get("call_id") or p.get("id"), **base)
         elif ptype in _OUTPUTS:
@@ -99,7 +98,7 @@ class _Reader:
             wrapped = parse_json_maybe(output)  # some versions wrap it: {"output": ..., "metadata": {exit_code}}
             attrs = {}
             if isinstance(wrapped, dict) and "output" in wrapped:
-                meta = wrapped.get("metadata") if isinstance(wrapped.get("metadata"), dict) else {}
+                meta = obj(wrapped.get("metadata"))
                 attrs = {"exit_code": meta["exit_code"]} if meta.get("exit_code") is not None else {}
                 output = wrapped["output"]
             step = out.add(kind="tool_result", role="tool", agent="environment", content=_text(output),
@@ -110,19 +109,19 @@ class _Reader:
             out.unknown_event(f"response_item/{ptype}", base["raw"], timestamp=base["timestamp"], id=base["id"])
 
     def event(self, p: dict, base: dict) -> None:
-        etype = p.get("type")
+        etype = str_or_none(p.get("type"))
         if etype == "token_count":
-            usage = (p.get("info") or {}).get("last_token_usage") if isinstance(p.get("info"), dict) else None
+            usage = obj(p.get("info")).get("last_token_usage")
             target = next((s for s in reversed(self.r.steps.steps) if s.role == "assistant"), None)
             if isinstance(usage, dict) and target is not None and target.tokens_in is None:
                 target.tokens_in = as_int(usage.get("input_tokens"))
                 target.tokens_out = as_int(usage.get("output_tokens"))
         elif etype == "exec_command_end":
-            step = self.results.get(p.get("call_id"))
+            step = self.results.get(str_or_none(p.get("call_id")))
             if step is not None and p.get("exit_code") is not None:
                 step.attributes["exit_code"] = p["exit_code"]
         elif etype == "task_complete":
-            self.r.final_message = p.get("last_agent_message") or self.r.final_message
+            self.r.final_message = str_or_none(p.get("last_agent_message")) or self.r.final_message
         elif etype in ("error", "stream_error"):
             self.r.steps.add(kind="error", agent="codex", content=as_text(p.get("message")) or compact(p), **base)
         elif etype == "turn_aborted":
@@ -166,6 +165,6 @@ class CodexCLI(Importer):
             task=next((s.content for s in r.steps.steps if s.role == "user" and s.kind == "message"), None),
             metadata={"session": r.meta, "final_message": r.final_message},
             raw=path.read_bytes(),
-            steps=r.steps.steps,
+            steps=r.steps.require(path, "response items"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts), warnings=r.steps.warnings())

@@ -21,7 +21,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, as_int, compact, json_text, parse_time, plain
+from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import HIDDEN, Trajectory
 
 _ATTACHMENT = "attachment://"
@@ -34,7 +34,7 @@ _GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 def _resolve(value: object, attachments: dict) -> object:
     if isinstance(value, str):
         if value.startswith(_ATTACHMENT):
-            return attachments.get(value[len(_ATTACHMENT):], value)
+            return attachments.get(value[len(_ATTACHMENT):], value) if isinstance(attachments, dict) else value
         return value
     if isinstance(value, list):
         return [_resolve(v, attachments) for v in value]
@@ -70,24 +70,24 @@ class _SampleSteps:
 
     def _where(self, event: dict) -> dict:
         agent = group = None
-        sid, guard = event.get("span_id"), set()
+        sid, guard = str_or_none(event.get("span_id")), set()
         while sid in self.spans and sid not in guard:
             guard.add(sid)
             span = self.spans[sid]
             group = group or span.get("name")
             if agent is None and span.get("type") == "agent":
                 agent = span.get("name")
-            sid = span.get("parent_id")
+            sid = str_or_none(span.get("parent_id"))
         return {"agent": agent, "group": group}
 
     def message(self, msg: dict, sid: str, where: dict, timestamp=None) -> None:
-        role = msg.get("role")
+        role = str_or_none(msg.get("role"))
         base = dict(role=role, timestamp=timestamp, raw=plain(msg), group=where.get("group"))
         agent = where.get("agent") or role
         text, reasoning = _content(msg.get("content"))
         if reasoning:
             self.out.add(id=f"{sid}.reasoning", kind="thought", agent=agent, content=reasoning, **base)
-        calls = msg.get("tool_calls") or []
+        calls = seq(msg.get("tool_calls"))
         if role == "tool":
             self.out.add(id=sid, kind="tool_result", agent=agent, content=text or as_text(msg.get("error")),
                          tool_name=msg.get("function"), call_id=msg.get("tool_call_id"), **base)
@@ -100,6 +100,7 @@ class _SampleSteps:
                 self.tool_call(call.get("id"), call.get("function"), call.get("arguments"), agent, base, f"{sid}.call")
 
     def tool_call(self, call_id, name, args, agent, base, sid) -> None:
+        call_id = str_or_none(call_id)
         args_text = json_text(args) or ""
         self.out.add(id=f"{sid}.{call_id}" if call_id else sid, kind="tool_call", agent=agent,
                      content=f"{name}({args_text})", tool_name=name, tool_args=args_text, call_id=call_id,
@@ -108,39 +109,39 @@ class _SampleSteps:
             self.calls.add(call_id)
 
     def event(self, i: int, ev: dict) -> None:
-        kind = ev.get("event")
+        kind = str_or_none(ev.get("event"))
         ts = parse_time(ev.get("timestamp"))
         if kind == "span_begin" and ev.get("id"):
-            self.spans[str(ev["id"])] = ev
+            self.spans[str(ev["id"])] = {k: str_or_none(ev.get(k)) for k in ("name", "type", "parent_id")}
         if kind in _SILENT:
             return
         where = self._where(ev)
         sid = f"events[{i}]"
         if kind == "model":
-            for j, msg in enumerate(ev.get("input") or []):
-                mid = msg.get("id") if isinstance(msg, dict) else None
+            for j, msg in enumerate(seq(ev.get("input"))):
+                mid = str_or_none(msg.get("id")) if isinstance(msg, dict) else None
                 if isinstance(msg, dict) and mid not in self.seen and msg.get("role") in ("system", "user"):
                     self.message(msg, f"{sid}.input[{j}]", where, ts)
                 if mid:
                     self.seen.add(mid)
-            output = ev.get("output") or {}
-            choices = output.get("choices") or []
+            output = obj(ev.get("output"))
+            choices = seq(output.get("choices"))
             first = len(self.out.steps)
             if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
                 msg = choices[0]["message"]
                 self.message(msg, f"{sid}.output", where, parse_time(ev.get("completed")) or ts)
-                if msg.get("id"):
-                    self.seen.add(msg["id"])
+                if str_or_none(msg.get("id")):
+                    self.seen.add(str(msg["id"]))
             if output.get("error"):
                 self.out.add(id=f"{sid}.error", kind="error", content=as_text(output["error"]), raw=plain(ev),
                              timestamp=ts, **where)
-            usage = output.get("usage") or {}
+            usage = obj(output.get("usage"))
             if len(self.out.steps) > first:
                 self.out.steps[first].tokens_in = as_int(usage.get("input_tokens"))
                 self.out.steps[first].tokens_out = as_int(usage.get("output_tokens"))
                 self.out.steps[first].attributes["model"] = output.get("model") or ev.get("model")
         elif kind == "tool":
-            call_id = ev.get("id")
+            call_id = str_or_none(ev.get("id"))
             base = dict(timestamp=ts, raw=plain(ev), group=where.get("group"))
             if call_id not in self.calls:
                 self.tool_call(call_id, ev.get("function"), ev.get("arguments"), where.get("agent"), base, sid)
@@ -158,7 +159,7 @@ class _SampleSteps:
                 text = f"limit reached ({ev.get('type')}): {ev.get('message') or ''}".strip()
             self.out.add(id=sid, kind="error", content=text, raw=plain(ev), timestamp=ts, **where)
         elif kind in ("info", "logger"):
-            body = ev.get("data") if kind == "info" else (ev.get("message") or {}).get("message")
+            body = ev.get("data") if kind == "info" else obj(ev.get("message")).get("message")
             self.out.add(id=sid, kind="log", content=compact(body), raw=plain(ev), timestamp=ts, **where)
         elif kind in _EVENT_STEPS:
             self.out.add(id=sid, kind="event", content=f"[{kind}] " + compact(ev.get("input") or ev.get("name") or ev),
@@ -169,8 +170,7 @@ class _SampleSteps:
 
 def _outcome(sample: dict) -> tuple[str, float | None]:
     """(outcome, score) from the first scorer's value; a sample error or limit is a failure."""
-    scores = sample.get("scores") or {}
-    first = next(iter(scores.values()), None) if isinstance(scores, dict) else None
+    first = next(iter(obj(sample.get("scores")).values()), None)
     value = first.get("value") if isinstance(first, dict) else None
     if isinstance(value, dict):
         value = next(iter(value.values()), None)
@@ -192,16 +192,16 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
     """The trajectory of one sample of an Inspect log."""
     if not isinstance(sample, dict) or "id" not in sample:
         raise ImportFailure(str(path), "not an Inspect sample (needs 'id')", where=where)
-    sample = _resolve(sample, sample.get("attachments") or {})
-    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    sample = _resolve(sample, obj(sample.get("attachments")))
+    ev = obj(header.get("eval"))
     builder = _SampleSteps()
-    events = sample.get("events") or []
+    events = seq(sample.get("events"))
     if events:
         for i, event in enumerate(events):
             if isinstance(event, dict):
                 builder.event(i, event)
     else:
-        for i, msg in enumerate(sample.get("messages") or []):
+        for i, msg in enumerate(seq(sample.get("messages"))):
             if isinstance(msg, dict):
                 builder.message(msg, f"messages[{i}]", {})
     outcome, score = _outcome(sample)
@@ -210,7 +210,7 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
         hidden["results"] = header["results"]
     task_input = sample.get("input")
     task = task_input if isinstance(task_input, str) else "\n".join(
-        _content(m.get("content"))[0] for m in task_input or [] if isinstance(m, dict) and m.get("role") == "user")
+        _content(m.get("content"))[0] for m in seq(task_input) if isinstance(m, dict) and m.get("role") == "user")
     epoch = sample.get("epoch", 1)
     traj = Trajectory(
         id=stable_id("inspect_ai", ev.get("run_id") or ev.get("eval_id") or path.name, ev.get("task_id"),
@@ -218,7 +218,7 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
         source_format="inspect_ai",
         source_path=str(path),
         source_ref=f"{where} (sample {sample['id']}, epoch {epoch})",
-        title=f"{ev.get('task') or path.stem} #{sample['id']} epoch {epoch}",
+        title=f"{str_or_none(ev.get('task')) or path.stem} #{sample['id']} epoch {epoch}",
         system=(ev.get("solver") or None) if isinstance(ev.get("solver"), str) else None,
         model=ev.get("model") if isinstance(ev.get("model"), str) else None,
         benchmark=ev.get("task") if isinstance(ev.get("task"), str) else None,

@@ -22,7 +22,7 @@ from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as
 from annotator.importers.chat import CHAT_ROLES
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, as_int, json_text, plain
+from annotator.importers.steps import StepList, as_int, json_text, obj, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 MARKERS = ("mswea_bash_command", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -33,13 +33,14 @@ _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 def _calls(msg: dict, text: str) -> list[tuple[str, str, str | None]]:
     """(tool name, arguments, call id) of an assistant message."""
     out = []
-    for call in msg.get("tool_calls") or []:
+    for call in seq(msg.get("tool_calls")):
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            out.append((fn.get("name") or "bash", json_text(fn.get("arguments")) or "", call.get("id")))
+            fn = obj(call.get("function"))
+            out.append((str_or_none(fn.get("name")) or "bash", json_text(fn.get("arguments")) or "",
+                        str_or_none(call.get("id"))))
     if not out:
-        actions = (msg.get("extra") or {}).get("actions") if isinstance(msg.get("extra"), dict) else None
-        commands = [a.get("command") for a in actions or [] if isinstance(a, dict) and a.get("command")]
+        actions = seq(obj(msg.get("extra")).get("actions"))
+        commands = [json_text(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
         out = [("bash", cmd.strip(), None) for cmd in commands or _FENCE.findall(text)]
     return out
 
@@ -53,7 +54,7 @@ def message_steps(messages: list, path: Path) -> StepList:
             raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"messages[{i}]")
         role, sid, raw = msg.get("role"), f"messages[{i}]", plain(msg)
         text = as_text(msg.get("content"))
-        extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+        extra = obj(msg.get("extra"))
         if role == "assistant":
             calls = _calls(msg, text)
             fence = _FENCE.search(text)
@@ -126,6 +127,6 @@ class MiniSWEAgent(Importer):
             outcome=outcome,
             metadata={**meta, HIDDEN: hidden},
             raw=path.read_bytes(),
-            steps=steps.steps,
+            steps=steps.require(path, "messages"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts))

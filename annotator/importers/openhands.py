@@ -21,7 +21,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head, read_head
 from annotator.importers.reading import iter_jsonl, load_json
-from annotator.importers.steps import StepList, as_int, compact, json_text, parse_time, plain
+from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 #: Actions and observations that are state changes, not the agent's work: kept as events.
@@ -38,32 +38,31 @@ class _Events:
         self.model: str | None = None
 
     def _usage(self, event: dict, step: Step) -> None:
-        meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
-        resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
-        rid = resp.get("id")
+        resp = obj(obj(event.get("tool_call_metadata")).get("model_response"))
+        rid = str_or_none(resp.get("id"))
         if not rid or rid in self.responses:
             return
         self.responses.add(rid)
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        usage = obj(resp.get("usage"))
         step.tokens_in, step.tokens_out = as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
-        self.model = self.model or resp.get("model")
+        self.model = self.model or str_or_none(resp.get("model"))
 
     def add(self, i: int, event: object, path: Path) -> None:
         if not isinstance(event, dict) or not ("action" in event or "observation" in event):
             raise ImportFailure(str(path), "not an OpenHands event (needs 'action' or 'observation')",
                                 where=f"event {i}")
         sid = f"event {event.get('id', i)}"
-        source = event.get("source")
+        source = str_or_none(event.get("source"))
         base = dict(timestamp=parse_time(event.get("timestamp")), raw=plain(event))
-        meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        meta = obj(event.get("tool_call_metadata"))
+        args = obj(event.get("args"))
         if "action" in event:
             self._action(event, sid, source, base, meta, args)
         else:
             self._observation(event, sid, source, base, meta)
 
     def _action(self, event: dict, sid: str, source, base: dict, meta: dict, args: dict) -> None:
-        action = event.get("action")
+        action = str_or_none(event.get("action"))
         thought = as_text(args.get("thought"))
         if action == "message":
             text = as_text(args.get("content")) or as_text(event.get("message"))
@@ -93,20 +92,19 @@ class _Events:
                             tool_name=name, tool_args=json_text(call_args),
                             call_id=meta.get("tool_call_id") or sid, recipient=args.get("agent"), **base)
         step.attributes["action"] = action
-        self.calls[event.get("id")] = step
+        self.calls[str_or_none(event.get("id"))] = step
         self._usage(event, first or step)
 
     def _observation(self, event: dict, sid: str, source, base: dict, meta: dict) -> None:
-        obs = event.get("observation")
+        obs = str_or_none(event.get("observation"))
         text = as_text(event.get("content")) or as_text(event.get("message"))
         if obs in _STATE:
-            extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
+            extras = obj(event.get("extras"))
             self.out.add(id=sid, kind="event", role=source, agent=source,
                          content=f"[{obs}] {compact(extras) if extras else text}", **base)
             return
-        call = self.calls.get(event.get("cause"))
-        extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
-        exit_code = (extras.get("metadata") or {}).get("exit_code") if isinstance(extras.get("metadata"), dict) else None
+        call = self.calls.get(str_or_none(event.get("cause")))
+        exit_code = obj(obj(event.get("extras")).get("metadata")).get("exit_code")
         step = self.out.add(id=sid, kind="error" if obs == "error" else "tool_result", role="tool",
                             agent="environment", content=text,
                             tool_name=call.tool_name if call else meta.get("function_name"),
@@ -124,21 +122,21 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
     instance = record.get("instance_id")
     hidden = {k: record[k] for k in ("test_result", "report", "resolved", "error") if record.get(k) is not None}
     meta = {k: record[k] for k in ("instance_id", "metrics", "metadata") if record.get(k) is not None}
-    instruction = record.get("instruction")
+    instruction = str_or_none(record.get("instruction"))
     traj = Trajectory(
         id=stable_id(fmt, instance or path.name, where),
         source_format=fmt,
         source_path=str(path),
         source_ref=where,
-        title=str(instance or path.stem),
+        title=str_or_none(instance) or path.stem,
         system="OpenHands",
         model=b.model,
-        task=instruction if isinstance(instruction, str) else next(
+        task=instruction or next(
             (s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
         outcome="failure" if record.get("error") else "unknown",
         metadata={**meta, HIDDEN: hidden} if hidden else meta,
         raw=orjson.dumps(record or events, default=str),
-        steps=b.out.steps,
+        steps=b.out.require(path, "events"),
     )
     return ImportedRecord(trajectory=finish(traj, opts))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
 from annotator.importers.detect import Head
 from annotator.importers.spans import AGENT, CHAIN, EVENT, LLM, TOOL, Convention, Span, sniff_attribute_keys, span_records
-from annotator.importers.steps import as_int, parse_json_maybe
+from annotator.importers.steps import as_int, obj, parse_json_maybe
 
 _KINDS = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT, "CHAIN": CHAIN}
 _MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
@@ -51,12 +51,12 @@ def _message(fields: dict) -> dict:
         else:
             parts.append({"type": "text", "content": m["content"]})
     for c in _ordered(m.get("contents")):
-        mc = c.get("message_content", {}) if isinstance(c, dict) else {}
+        mc = obj(obj(c).get("message_content"))
         if mc.get("text") is not None:
             parts.append({"type": "text", "content": mc["text"]})
     for c in _ordered(m.get("tool_calls")):
-        tc = c.get("tool_call", {}) if isinstance(c, dict) else {}
-        fn = tc.get("function", {}) if isinstance(tc.get("function"), dict) else {}
+        tc = obj(obj(c).get("tool_call"))
+        fn = obj(tc.get("function"))
         parts.append({"type": "tool_call", "id": tc.get("id"), "name": fn.get("name"),
                       "arguments": parse_json_maybe(fn.get("arguments"))})
     return {"role": role, "parts": parts}

@@ -17,7 +17,7 @@ from pathlib import Path
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
 from annotator.importers.detect import Head
 from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, Span, sniff_attribute_keys, span_records
-from annotator.importers.steps import as_int, parse_json_maybe
+from annotator.importers.steps import as_int, obj, parse_json_maybe, seq, str_or_none
 
 _LLM_OPS = {"chat", "text_completion", "generate_content"}
 _AGENT_OPS = {"invoke_agent", "create_agent"}
@@ -29,7 +29,7 @@ _INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 def _parts(msg: dict) -> list[dict]:
     """Parts of a message in any GenAI shape: ``parts``, ``content`` or ``tool_calls``."""
     if isinstance(msg.get("parts"), list):
-        return [p for p in msg["parts"] if isinstance(p, dict)]
+        return msg["parts"]
     parts: list[dict] = []
     content = msg.get("content")
     if content not in (None, ""):
@@ -38,9 +38,9 @@ def _parts(msg: dict) -> list[dict]:
                           "response": content})
         else:
             parts.append({"type": "text", "content": content})
-    for call in msg.get("tool_calls") or []:
+    for call in seq(msg.get("tool_calls")):
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            fn = obj(call.get("function")) or call
             parts.append({"type": "tool_call", "id": call.get("id"), "name": fn.get("name"),
                           "arguments": parse_json_maybe(fn.get("arguments"))})
     return parts
@@ -53,7 +53,7 @@ def _messages(value: object, default_role: str) -> list[dict]:
     if isinstance(value, str):
         return [{"role": default_role, "parts": [{"type": "text", "content": value}]}]
     out = []
-    for m in value or []:
+    for m in seq(value):
         if isinstance(m, dict):
             m = m.get("message") if isinstance(m.get("message"), dict) else m
             out.append({"role": m.get("role") or default_role, "parts": _parts(m)})
@@ -83,7 +83,7 @@ def _indexed(attrs: dict, which: str) -> list[dict]:
 class GenAIConvention(Convention):
     def kind(self, span: Span) -> str:
         a = span.attributes
-        op = a.get("gen_ai.operation.name")
+        op = str_or_none(a.get("gen_ai.operation.name"))
         if op in _LLM_OPS or op is None and (self._legacy(span, "prompt") or self._legacy(span, "completion")):
             return LLM
         if op == "execute_tool" or op is None and a.get("gen_ai.tool.name"):
@@ -103,8 +103,8 @@ class GenAIConvention(Convention):
             msgs = []
         msgs += _indexed(a, which)
         for e in span.events:
-            ea = e.get("attributes") or {}
-            name = e.get("name")
+            ea = e["attributes"]
+            name = e["name"]
             if name == f"gen_ai.content.{which}" and f"gen_ai.{which}" in ea:
                 msgs += _messages(ea[f"gen_ai.{which}"], "user" if which == "prompt" else "assistant")
             elif which == "prompt" and name in _MESSAGE_EVENTS:

@@ -25,7 +25,17 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head, read_head
 from annotator.importers.reading import iter_jsonl, load_json
-from annotator.importers.steps import StepList, as_int, json_text, parse_json_maybe, parse_time, plain
+from annotator.importers.steps import (
+    StepList,
+    as_int,
+    json_text,
+    obj,
+    parse_json_maybe,
+    parse_time,
+    plain,
+    seq,
+    str_or_none,
+)
 from annotator.models import Step, Trajectory
 
 #: What a span is, as far as steps go.
@@ -102,12 +112,18 @@ def sniff_attribute_keys(head: Head) -> set[str]:
 
 
 def _otlp_keys(doc: dict) -> set[str]:
-    keys: set[str] = set()
-    for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
-        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
-            for sp in (ss or {}).get("spans") or []:
-                keys.update(otlp_attributes(sp.get("attributes")).keys())
-    return keys
+    return {k for sp, _ in _otlp_raw_spans(doc) for k in otlp_attributes(sp.get("attributes"))}
+
+
+def _otlp_raw_spans(doc: dict) -> Iterator[tuple[dict, dict]]:
+    """(span, resource attributes) for every span object of an OTLP/JSON document."""
+    for rs in seq(doc.get("resourceSpans") or doc.get("resource_spans")):
+        rs = obj(rs)
+        resource = otlp_attributes(obj(rs.get("resource")).get("attributes"))
+        for ss in seq(rs.get("scopeSpans") or rs.get("scope_spans")):
+            for sp in seq(obj(ss).get("spans")):
+                if isinstance(sp, dict):
+                    yield sp, resource
 
 
 def read_spans(path: Path, opts: ImportOptions) -> list[Span]:
@@ -142,9 +158,9 @@ def _any_value(v: object) -> object:
     if "intValue" in v:
         return as_int(v["intValue"])
     if "arrayValue" in v:
-        return [_any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
+        return [_any_value(x) for x in seq(obj(v["arrayValue"]).get("values"))]
     if "kvlistValue" in v:
-        return otlp_attributes((v["kvlistValue"] or {}).get("values"))
+        return otlp_attributes(obj(v["kvlistValue"]).get("values"))
     return None
 
 
@@ -153,7 +169,7 @@ def otlp_attributes(items: object) -> dict:
     if isinstance(items, dict):
         return dict(items)
     out: dict = {}
-    for kv in items or []:
+    for kv in seq(items):
         if isinstance(kv, dict) and isinstance(kv.get("key"), str):
             out[kv["key"]] = _any_value(kv.get("value"))
     return out
@@ -170,7 +186,7 @@ def _status_error(status: object) -> str | None:
 
 def _exception(events: object) -> str | None:
     """The message of a span's ``exception`` event, if it has one."""
-    for e in events or []:
+    for e in seq(events):
         if isinstance(e, dict) and e.get("name") == "exception":
             attrs = otlp_attributes(e.get("attributes"))
             return str(attrs.get("exception.message") or attrs.get("exception.type") or "exception")
@@ -178,50 +194,45 @@ def _exception(events: object) -> str | None:
 
 
 def _otlp_spans(doc: dict) -> list[Span]:
-    spans = []
-    for rs in doc.get("resourceSpans") or doc.get("resource_spans") or []:
-        resource = otlp_attributes(((rs or {}).get("resource") or {}).get("attributes"))
-        for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("scope_spans") or []:
-            for sp in (ss or {}).get("spans") or []:
-                if not isinstance(sp, dict):
-                    continue
-                spans.append(Span(
-                    trace_id=str(sp.get("traceId") or sp.get("trace_id") or ""),
-                    span_id=str(sp.get("spanId") or sp.get("span_id") or ""),
-                    parent_id=sp.get("parentSpanId") or sp.get("parent_span_id") or None,
-                    name=str(sp.get("name") or ""),
-                    start=as_int(sp.get("startTimeUnixNano")) or 0,
-                    end=as_int(sp.get("endTimeUnixNano")) or 0,
-                    attributes=otlp_attributes(sp.get("attributes")),
-                    events=[{"name": e.get("name"), "attributes": otlp_attributes(e.get("attributes")),
-                             "time": e.get("timeUnixNano")} for e in sp.get("events") or [] if isinstance(e, dict)],
-                    error=_status_error(sp.get("status")) or _exception(sp.get("events")),
-                    resource=resource,
-                    raw=sp,
-                ))
-    return spans
+    return [
+        Span(
+            trace_id=str(sp.get("traceId") or sp.get("trace_id") or ""),
+            span_id=str(sp.get("spanId") or sp.get("span_id") or ""),
+            parent_id=str_or_none(sp.get("parentSpanId") or sp.get("parent_span_id")) or None,
+            name=str(sp.get("name") or ""),
+            start=as_int(sp.get("startTimeUnixNano")) or 0,
+            end=as_int(sp.get("endTimeUnixNano")) or 0,
+            attributes=otlp_attributes(sp.get("attributes")),
+            events=_events(sp.get("events")),
+            error=_status_error(sp.get("status")) or _exception(sp.get("events")),
+            resource=resource,
+            raw=sp,
+        )
+        for sp, resource in _otlp_raw_spans(doc)
+    ]
+
+
+def _events(events: object) -> list[dict]:
+    return [{"name": str_or_none(e.get("name")), "attributes": otlp_attributes(e.get("attributes")),
+             "time": e.get("timeUnixNano") or e.get("timestamp") or e.get("time")}
+            for e in seq(events) if isinstance(e, dict)]
 
 
 def _flat_span(path: Path, i: int, item: object) -> Span:
     if not isinstance(item, dict) or "span_id" not in item:
         raise ImportFailure(str(path), "not a span (needs 'span_id')", where=f"record {i + 1}")
-    events = []
-    for e in item.get("span_events") or item.get("events") or []:
-        if isinstance(e, dict):
-            events.append({"name": e.get("name"), "attributes": otlp_attributes(e.get("attributes")),
-                           "time": e.get("timestamp") or e.get("time")})
-    attrs = item.get("attributes") if isinstance(item.get("attributes"), dict) else {}
+    events = _events(item.get("span_events") or item.get("events"))
     return Span(
         trace_id=str(item.get("trace_id") or ""),
         span_id=str(item["span_id"]),
-        parent_id=item.get("parent_span_id") or item.get("parent_id") or None,
+        parent_id=str_or_none(item.get("parent_span_id") or item.get("parent_id")) or None,
         name=str(item.get("name") or ""),
         start=_ns(item.get("start_time")),
         end=_ns(item.get("end_time")),
-        attributes=attrs,
+        attributes=obj(item.get("attributes")),
         events=events,
-        error=_status_error(item.get("status")) or _exception(events),
-        resource=item.get("resource") if isinstance(item.get("resource"), dict) else {},
+        error=_status_error(item.get("status")) or _exception(item.get("span_events") or item.get("events")),
+        resource=obj(item.get("resource")),
         raw=item,
     )
 
@@ -256,7 +267,7 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
     by_id = {s.span_id: s for s in spans}
     roots = [s for s in spans if s.parent_id not in by_id]
     root = min(roots, key=lambda s: s.start) if roots else spans[0]
-    models = [m for s in spans if conv.kind(s) == LLM and (m := conv.model(s))]
+    models = [m for s in spans if conv.kind(s) == LLM and (m := str_or_none(conv.model(s)))]
     service = next((s.resource.get("service.name") for s in spans if s.resource.get("service.name")), None)
     task = next((s.content for s in steps.steps if s.role == "user" and s.content), None)
     traj = Trajectory(
@@ -270,9 +281,20 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
         task=task,
         metadata={"trace_id": trace_id, "spans": len(spans), "agents": builder.agents},
         raw=orjson.dumps([s.raw for s in spans], default=str),
-        steps=steps.steps,
+        steps=steps.require(path, "LLM, tool or agent spans"),
     )
     return ImportedRecord(trajectory=finish(traj, opts), warnings=steps.warnings())
+
+
+def _clean(messages: object) -> list[dict]:
+    """Messages from a convention with their roles, part types, ids and names as text."""
+    out = []
+    for m in seq(messages):
+        if isinstance(m, dict):
+            parts = [{**p, **{k: str_or_none(p.get(k)) for k in ("type", "id", "name")}}
+                     for p in seq(m.get("parts")) if isinstance(p, dict)]
+            out.append({"role": str_or_none(m.get("role")) or "", "parts": parts})
+    return out
 
 
 class _TraceBuilder:
@@ -350,8 +372,8 @@ class _TraceBuilder:
 
     def _llm_in(self, sp: Span) -> None:
         ctx = self._context(sp)
-        for j, msg in enumerate(self.conv.input_messages(sp)):
-            role = str(msg.get("role") or "user")
+        for j, msg in enumerate(_clean(self.conv.input_messages(sp))):
+            role = msg["role"] or "user"
             if not self.single and role not in _CONTEXT_ROLES:
                 continue
             self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": role if role in _CONTEXT_ROLES else ctx["agent"] or role})
@@ -359,7 +381,7 @@ class _TraceBuilder:
     def _llm_out(self, sp: Span) -> None:
         ctx = self._context(sp)
         first = len(self.out.steps)
-        for j, msg in enumerate(self.conv.output_messages(sp)):
+        for j, msg in enumerate(_clean(self.conv.output_messages(sp))):
             self._message(sp, msg, f"{sp.span_id}.out[{j}]", {**ctx, "agent": ctx["agent"] or "assistant"})
         if len(self.out.steps) > first:
             tokens_in, tokens_out = self.conv.tokens(sp)
@@ -370,12 +392,12 @@ class _TraceBuilder:
                 self.out.steps[first].attributes["model"] = model
 
     def _message(self, sp: Span, msg: dict, sid: str, ctx: dict) -> None:
-        role = str(msg.get("role") or "")
+        role = msg["role"]
         base = self._base(sp)
         if sp.end and sid.split(".")[-1].startswith("out"):
             base["timestamp"] = parse_time(sp.end)
-        for k, part in enumerate(msg.get("parts") or []):
-            ptype = part.get("type")
+        for k, part in enumerate(msg["parts"]):
+            ptype = part["type"]
             key = (ptype, role, part.get("id") or json_text(part.get("content") or part.get("arguments")),
                    part.get("name"))
             if key in self.seen:

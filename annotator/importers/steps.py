@@ -13,17 +13,30 @@ from datetime import UTC, datetime
 
 import orjson
 
+from annotator.errors import ImportFailure
 from annotator.models import Step
 
 
+#: Step fields that hold text; a source value of another type is shown as its text.
+_TEXT_FIELDS = ("id", "agent", "role", "recipient", "tool_name", "tool_args", "call_id", "group")
+
+
 class StepList:
-    """Steps in replay order, numbered as they are added."""
+    """Steps in replay order, numbered as they are added.
+
+    Values come from files written by other tools; a scalar of the wrong type in a text field
+    (a numeric role, a boolean tool name) is kept as its text rather than failing the file.
+    """
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
         self.unknown: Counter[str] = Counter()
 
     def add(self, **fields) -> Step:
+        for key in _TEXT_FIELDS:
+            if key in fields:
+                fields[key] = str_or_none(fields[key])
+        fields["id"] = fields.get("id") or ""
         step = Step(index=len(self.steps), **fields)
         self.steps.append(step)
         return step
@@ -34,12 +47,38 @@ class StepList:
         fields.setdefault("content", f"[{type_name}] " + compact(raw))
         return self.add(kind="event", raw=raw, attributes={"unknown_type": type_name}, **fields)
 
+    def require(self, path: object, what: str) -> list[Step]:
+        """The steps, or an ImportFailure when the file held none but unknown events (an empty
+        or foreign record)."""
+        if all("unknown_type" in s.attributes for s in self.steps):
+            raise ImportFailure(str(path), f"nothing to import: no {what} found")
+        return self.steps
+
     def warnings(self) -> list[str]:
         """One line per unknown type, for the import summary."""
         return [
             f"{n} unknown event(s) of type {name!r} kept as generic steps"
             for name, n in sorted(self.unknown.items())
         ]
+
+
+def str_or_none(value: object) -> str | None:
+    """A source value as text: strings as they are, other scalars printed, containers None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return str(value)
+    return None
+
+
+def obj(value: object) -> dict:
+    """``value`` if it is a JSON object, else an empty one: a wrong shape reads as absent."""
+    return value if isinstance(value, dict) else {}
+
+
+def seq(value: object) -> list:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def compact(value: object, limit: int = 2000) -> str:

@@ -23,7 +23,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, json_text, parse_json_maybe, plain
+from annotator.importers.steps import StepList, json_text, obj, parse_json_maybe, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 _RUN_KEYS = {"info", "environment", "replay_config"}
@@ -32,9 +32,9 @@ _RUN_KEYS = {"info", "environment", "replay_config"}
 def _call_parts(action: str, calls: list) -> list[tuple[str | None, str, str | None]]:
     """(name, arguments, call id) per call: function-calling ``tool_calls``, else the command."""
     out = []
-    for call in calls:
+    for call in seq(calls):
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            fn = obj(call.get("function"))
             out.append((fn.get("name"), json_text(fn.get("arguments")) or "", call.get("id")))
     if not out and action.strip():
         out.append((action.split(maxsplit=1)[0], action, None))
@@ -107,7 +107,7 @@ def _from_history(b: _Builder, history: list) -> None:
                 b.out.add(id=f"{sid}.thought", kind="thought", role=role, agent=agent, content=thought, raw=plain(item))
             b.calls(as_text(item.get("action")), item.get("tool_calls") or [], agent, sid, plain(item))
         elif role == "tool" or (item.get("message_type") == "observation" and b.open_calls):
-            b.result(as_text(item.get("content")), list(item.get("tool_call_ids") or []), agent, sid, plain(item))
+            b.result(as_text(item.get("content")), seq(item.get("tool_call_ids")), agent, sid, plain(item))
         else:
             b.message(item, sid)
 
@@ -146,28 +146,27 @@ class SWEAgent(Importer):
             _from_trajectory(b, history, trajectory)
         else:
             _from_history(b, history)
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
-        config = parse_json_maybe(data.get("replay_config"))
-        config = config if isinstance(config, dict) else {}
-        model = ((config.get("agent") or {}).get("model") or {}).get("name") if isinstance(config.get("agent"), dict) else None
-        problem = config.get("problem_statement") if isinstance(config.get("problem_statement"), dict) else {}
+        info = obj(data.get("info"))
+        config = obj(parse_json_maybe(data.get("replay_config")))
+        model = str_or_none(obj(obj(config.get("agent")).get("model")).get("name"))
+        problem = obj(config.get("problem_statement"))
         instance = path.name.split(".")[0]
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
         visible = {k: v for k, v in info.items() if k not in hidden and not k.startswith("edited_files")}
         hidden.update({k: v for k, v in info.items() if k.startswith("edited_files")})
-        task = problem.get("text") or next((s.content for s in b.out.steps if s.role == "user"), None)
+        task = str_or_none(problem.get("text")) or next((s.content for s in b.out.steps if s.role == "user"), None)
         traj = Trajectory(
             id=stable_id(self.name, instance, orjson.dumps(history[:2] or trajectory[:1], default=str)),
             source_format=self.name,
             source_path=str(path),
             title=instance,
             system="SWE-agent",
-            model=model if isinstance(model, str) else None,
+            model=model,
             task=task,
             outcome=_outcome(info),
             metadata={"instance_id": problem.get("id") or instance, "environment": data.get("environment"),
                       "info": visible, HIDDEN: hidden},
             raw=path.read_bytes(),
-            steps=b.out.steps,
+            steps=b.out.require(path, "trajectory entries or history items"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts))
