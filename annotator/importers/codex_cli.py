@@ -55,6 +55,7 @@ class _Reader:
     def __init__(self) -> None:
         self.r = Rollout()
         self.results: dict[str, Step] = {}
+        self.exit_codes: dict[str, object] = {}  # exec_command_end seen before its output
 
     def line(self, lineno: int, rec: object, path: Path) -> None:
         if not isinstance(rec, dict):
@@ -105,6 +106,8 @@ class _Reader:
                            call_id=p.get("call_id"), attributes=attrs, **base)
             if step.call_id:
                 self.results[step.call_id] = step
+                if step.call_id in self.exit_codes:
+                    step.attributes["exit_code"] = self.exit_codes.pop(step.call_id)
         else:
             out.unknown_event(f"response_item/{ptype}", base["raw"], timestamp=base["timestamp"], id=base["id"])
 
@@ -117,9 +120,12 @@ class _Reader:
                 target.tokens_in = as_int(usage.get("input_tokens"))
                 target.tokens_out = as_int(usage.get("output_tokens"))
         elif etype == "exec_command_end":
-            step = self.results.get(str_or_none(p.get("call_id")))
-            if step is not None and p.get("exit_code") is not None:
-                step.attributes["exit_code"] = p["exit_code"]
+            call_id, code = str_or_none(p.get("call_id")), p.get("exit_code")
+            if call_id and code is not None:
+                if call_id in self.results:
+                    self.results[call_id].attributes["exit_code"] = code
+                else:
+                    self.exit_codes[call_id] = code
         elif etype == "task_complete":
             self.r.final_message = str_or_none(p.get("last_agent_message")) or self.r.final_message
         elif etype in ("error", "stream_error"):
