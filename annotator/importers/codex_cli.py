@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_json_maybe, parse_time, plain, str_or_none
+from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_json_maybe, parse_time, plain
+from annotator.importers.steps import str_or_none
 from annotator.models import Step, Trajectory
 
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",

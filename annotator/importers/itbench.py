@@ -30,7 +30,7 @@ from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
 from annotator.importers.spans import otlp_attributes
-from annotator.importers.steps import StepList, as_int, parse_time, plain
+from annotator.importers.steps import StepList, obj, parse_time, plain, seq
 from annotator.models import HIDDEN, Step, Trajectory
 
 AGENT = "sre-agent"
@@ -79,11 +79,12 @@ def load_ground_truth(folder: Path) -> dict[str, GroundTruth]:
             raise ImportFailure(str(f), f"malformed ground-truth YAML: {exc}") from exc
         if not isinstance(doc, dict) or doc.get("kind") != "GroundTruth":
             continue
-        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-        name = str((doc.get("metadata") or {}).get("name") or f.parent.name)
+        spec = obj(doc.get("spec"))
+        name = str(obj(doc.get("metadata")).get("name") or f.parent.name)
         entities = []
-        for e in spec.get("entities") or []:
-            meta = e.get("metadata") if isinstance(e, dict) and isinstance(e.get("metadata"), dict) else {}
+        for e in seq(spec.get("entities")):
+            e = obj(e)
+            meta = obj(e.get("metadata"))
             if meta.get("name") and e.get("kind"):
                 entities.append(f"{meta.get('namespace') or ''}/{e['kind']}/{meta['name']}")
         out[_key(name)] = GroundTruth(scenario=name, entities=entities, source=str(f))
@@ -103,7 +104,7 @@ def score_diagnosis(submitted: list[str], truth: list[str]) -> tuple[float, bool
 
 def submitted_entities(diagnosis: dict) -> list[str]:
     """Entity names the agent put forward as root causes (``contributing_factor`` not false)."""
-    return [str(e.get("name")) for e in diagnosis.get("entities") or []
+    return [str(e.get("name")) for e in seq(diagnosis.get("entities"))
             if isinstance(e, dict) and e.get("name") and e.get("contributing_factor") is not False]
 
 
@@ -117,11 +118,12 @@ def _log_records(path: Path, opts: ImportOptions) -> Iterator[tuple[int, dict]]:
         if not isinstance(data, dict):
             raise ImportFailure(str(path), "not an ITBench trace line (needs 'data')", where=f"line {lineno}")
         if "error" in data or "body_raw" in data:
-            yield lineno, {"attributes": {"event.name": "decode_error"}, "body": data.get("error") or data.get("decode_error")}
+            problem = data.get("error") or data.get("decode_error")
+            yield lineno, {"attributes": {"event.name": "decode_error"}, "body": problem}
             continue
-        for rl in data.get("resource_logs") or data.get("resourceLogs") or []:
-            for sl in (rl or {}).get("scope_logs") or (rl or {}).get("scopeLogs") or []:
-                for rec in (sl or {}).get("log_records") or (sl or {}).get("logRecords") or []:
+        for rl in seq(data.get("resource_logs") or data.get("resourceLogs")):
+            for sl in seq(obj(rl).get("scope_logs") or obj(rl).get("scopeLogs")):
+                for rec in seq(obj(sl).get("log_records") or obj(sl).get("logRecords")):
                     if isinstance(rec, dict):
                         yield lineno, rec
 
@@ -158,17 +160,17 @@ def trace_steps(path: Path, opts: ImportOptions) -> tuple[StepList, str | None]:
 
 def _diagnosis_text(d: dict) -> str:
     lines = ["Root-cause entities:"]
-    for e in d.get("entities") or []:
+    for e in seq(d.get("entities")):
         if isinstance(e, dict):
             flag = "contributing factor" if e.get("contributing_factor") else "not a contributing factor"
             lines.append(f"- {e.get('name')} ({flag}): {as_text(e.get('reasoning'))}".rstrip(": "))
     lines.append("Propagation chain:")
-    for p in d.get("propagations") or []:
+    for p in seq(d.get("propagations")):
         if isinstance(p, dict):
             lines.append(f"- {p.get('source')} -> {p.get('target')}: {as_text(p.get('condition'))}; "
                          f"{as_text(p.get('effect'))}")
     lines.append("Alerts explained:")
-    for a in d.get("alerts_explained") or []:
+    for a in seq(d.get("alerts_explained")):
         if isinstance(a, dict):
             lines.append(f"- {a.get('alert')} ({'explained' if a.get('explained') else 'not explained'}): "
                          f"{as_text(a.get('explanation'))}")

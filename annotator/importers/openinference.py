@@ -15,34 +15,15 @@ from pathlib import Path
 
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
 from annotator.importers.detect import Head
-from annotator.importers.spans import AGENT, CHAIN, EVENT, LLM, TOOL, Convention, Span, sniff_attribute_keys, span_records
+from annotator.importers.spans import AGENT, CHAIN, EVENT, LLM, TOOL, Convention, Span
+from annotator.importers.spans import indexed_rows, ordered, sniff_attribute_keys, span_records
 from annotator.importers.steps import as_int, obj, parse_json_maybe
 
 _KINDS = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT, "CHAIN": CHAIN}
 _MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
 
-def _nest(flat: dict[str, object]) -> dict:
-    """``{"a.0.b": v}`` -> ``{"a": {0: {"b": v}}}`` (numeric segments become int keys)."""
-    root: dict = {}
-    for key, value in flat.items():
-        node = root
-        segs = [int(s) if s.isdigit() else s for s in key.split(".")]
-        for seg in segs[:-1]:
-            nxt = node.get(seg)
-            if not isinstance(nxt, dict):
-                nxt = node[seg] = {}
-            node = nxt
-        node[segs[-1]] = value
-    return root
-
-
-def _ordered(node: object) -> list:
-    return [node[k] for k in sorted(k for k in node if isinstance(k, int))] if isinstance(node, dict) else []
-
-
-def _message(fields: dict) -> dict:
-    m = _nest(fields)
+def _message(m: dict) -> dict:
     role = m.get("role") or "user"
     parts: list[dict] = []
     if m.get("content") not in (None, ""):
@@ -50,11 +31,11 @@ def _message(fields: dict) -> dict:
             parts.append({"type": "tool_call_response", "id": str(m["tool_call_id"]), "response": m["content"]})
         else:
             parts.append({"type": "text", "content": m["content"]})
-    for c in _ordered(m.get("contents")):
+    for c in ordered(m.get("contents")):
         mc = obj(obj(c).get("message_content"))
         if mc.get("text") is not None:
             parts.append({"type": "text", "content": mc["text"]})
-    for c in _ordered(m.get("tool_calls")):
+    for c in ordered(m.get("tool_calls")):
         tc = obj(obj(c).get("tool_call"))
         fn = obj(tc.get("function"))
         parts.append({"type": "tool_call", "id": tc.get("id"), "name": fn.get("name"),
@@ -63,12 +44,7 @@ def _message(fields: dict) -> dict:
 
 
 def _messages(attrs: dict, which: str) -> list[dict]:
-    rows: dict[int, dict] = {}
-    for key, value in attrs.items():
-        m = _MSG.match(key)
-        if m and m.group(1) == which:
-            rows.setdefault(int(m.group(2)), {})[m.group(3)] = value
-    return [_message(rows[i]) for i in sorted(rows)]
+    return [_message(row) for row in indexed_rows(attrs, _MSG, which)]
 
 
 class OpenInferenceConvention(Convention):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
 from annotator.importers.detect import Head
-from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, Span, sniff_attribute_keys, span_records
+from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, Span
+from annotator.importers.spans import indexed_rows, ordered, sniff_attribute_keys, span_records
 from annotator.importers.steps import as_int, obj, parse_json_maybe, seq, str_or_none
 
 _LLM_OPS = {"chat", "text_completion", "generate_content"}
@@ -62,21 +63,10 @@ def _messages(value: object, default_role: str) -> list[dict]:
 
 def _indexed(attrs: dict, which: str) -> list[dict]:
     """OpenLLMetry's ``gen_ai.prompt.N.role`` / ``.content`` / ``.tool_calls.M.name`` keys."""
-    rows: dict[int, dict] = {}
-    for key, value in attrs.items():
-        m = _INDEXED.match(key)
-        if m and m.group(1) == which:
-            rows.setdefault(int(m.group(2)), {})[m.group(3)] = value
     out = []
-    for _, row in sorted(rows.items()):
-        msg: dict = {"role": row.get("role"), "content": row.get("content"), "tool_call_id": row.get("tool_call_id")}
-        calls: dict[int, dict] = {}
-        for k, v in row.items():
-            cm = re.match(r"tool_calls\.(\d+)\.(\w+)$", k)
-            if cm:
-                calls.setdefault(int(cm.group(1)), {})[cm.group(2)] = v
-        msg["tool_calls"] = [calls[i] for i in sorted(calls)]
-        out.append({"role": msg["role"] or ("user" if which == "prompt" else "assistant"), "parts": _parts(msg)})
+    for row in indexed_rows(attrs, _INDEXED, which):
+        msg = {**row, "tool_calls": ordered(row.get("tool_calls"))}
+        out.append({"role": row.get("role") or ("user" if which == "prompt" else "assistant"), "parts": _parts(msg)})
     return out
 
 

@@ -14,6 +14,7 @@ nearest enclosing agent span (or of a tool span that emitted its own call).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -245,6 +246,43 @@ def _ns(value: object) -> int:
     return int(dt.timestamp() * 1e9) if dt else 0
 
 
+# ---------------------------------------------------------------- flattened attributes
+
+
+def _nest(flat: dict[str, object]) -> dict:
+    """``{"a.0.b": v}`` -> ``{"a": {0: {"b": v}}}`` (numeric segments become int keys)."""
+    root: dict = {}
+    for key, value in flat.items():
+        node = root
+        segs = [int(s) if s.isdecimal() else s for s in key.split(".")]
+        for seg in segs[:-1]:
+            nxt = node.get(seg)
+            if not isinstance(nxt, dict):
+                nxt = node[seg] = {}
+            node = nxt
+        node[segs[-1]] = value
+    return root
+
+
+def ordered(node: object) -> list:
+    """The values of a nested node's integer keys, in index order."""
+    return [node[k] for k in sorted(k for k in node if isinstance(k, int))] if isinstance(node, dict) else []
+
+
+def indexed_rows(attrs: dict, pattern: re.Pattern, which: str) -> list[dict]:
+    """Messages flattened into indexed keys, nested back by index.
+
+    ``pattern`` matches a key as (which, index, rest): ``llm.input_messages.0.message.role``
+    or ``gen_ai.prompt.0.role``; the result has one nested dict per index, in order.
+    """
+    rows: dict[int, dict] = {}
+    for key, value in attrs.items():
+        m = pattern.match(key) if isinstance(key, str) else None
+        if m and m.group(1) == which:
+            rows.setdefault(int(m.group(2)), {})[m.group(3)] = value
+    return [_nest(rows[i]) for i in sorted(rows)]
+
+
 # ---------------------------------------------------------------- spans -> steps
 
 
@@ -376,7 +414,8 @@ class _TraceBuilder:
             role = msg["role"] or "user"
             if not self.single and role not in _CONTEXT_ROLES:
                 continue
-            self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": role if role in _CONTEXT_ROLES else ctx["agent"] or role})
+            agent = role if role in _CONTEXT_ROLES else ctx["agent"] or role
+            self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": agent})
 
     def _llm_out(self, sp: Span) -> None:
         ctx = self._context(sp)
