@@ -170,3 +170,13 @@ def test_claude_code_summary_is_title_and_results_pair():
     assert traj.system == "Claude Code" and traj.metadata["session"]["sessionId"] == "test_session"
     edit = next(s for s in traj.steps if s.tool_name == "Edit" and s.kind == "tool_call")
     assert traj.steps[edit.link].content == "File created successfully at: /tmp/decorator_example.py"
+
+
+def test_reimport_is_a_no_op(db):
+    from annotator.importers.service import import_paths
+
+    itbench = Path(__file__).parent / "fixtures" / "itbench_run"
+    first = import_paths(db, [FORMATS, itbench])
+    assert not first.failed and first.total("imported") == 18
+    again = import_paths(db, [FORMATS, itbench])
+    assert (again.total("imported"), again.total("updated"), again.total("unchanged")) == (0, 0, 18)
