@@ -29,7 +29,7 @@ from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as
 from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
-from annotator.importers.spans import otlp_attributes
+from annotator.importers.span_files import otlp_attributes
 from annotator.importers.steps import StepList, obj, parse_time, plain, seq
 from annotator.models import HIDDEN, Step, Trajectory
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
 from annotator.importers.detect import Head
-from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, Span
-from annotator.importers.spans import indexed_rows, ordered, sniff_attribute_keys, span_records
+from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
+from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, span_records
 from annotator.importers.steps import as_int, obj, parse_json_maybe, seq, str_or_none
 
 _LLM_OPS = {"chat", "text_completion", "generate_content"}
