@@ -180,3 +180,15 @@ def test_reimport_is_a_no_op(db):
     assert not first.failed and first.total("imported") == 18
     again = import_paths(db, [FORMATS, itbench])
     assert (again.total("imported"), again.total("updated"), again.total("unchanged")) == (0, 0, 18)
+
+
+def test_runs_of_the_same_task_get_their_own_ids(tmp_path):
+    """Run logs are identified by content: a second run of the same instance is not an update."""
+    src = FORMATS / "swe_agent" / "6e44b9__sweagenttestrepo-1c2844.traj"
+    other = tmp_path / "other-model" / src.name
+    other.parent.mkdir()
+    other.write_bytes(src.read_bytes().replace(b'"exit_status": "submitted"', b'"exit_status": "exit_cost"'))
+    moved = tmp_path / src.name
+    moved.write_bytes(src.read_bytes())
+    ids = [list(detect(p).read(p, ImportOptions()))[0].trajectory.id for p in (src, moved, other)]
+    assert ids[0] == ids[1] != ids[2]

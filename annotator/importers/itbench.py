@@ -30,7 +30,7 @@ from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
 from annotator.importers.span_files import otlp_attributes
-from annotator.importers.steps import StepList, obj, parse_time, plain, seq
+from annotator.importers.steps import StepList, fingerprint, obj, parse_time, plain, seq
 from annotator.models import HIDDEN, Step, Trajectory
 
 AGENT = "sre-agent"
@@ -219,7 +219,7 @@ class ITBenchRun(Importer):
                                             "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
         task = next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
         traj = Trajectory(
-            id=stable_id(self.name, incident, trial, path.resolve()),
+            id=stable_id(self.name, incident, trial, fingerprint((path / OUTPUT_FILE).read_bytes())),
             source_format=self.name,
             source_path=str(path),
             source_ref=f"incident {incident}, trial {trial}" if trial else f"incident {incident}",

@@ -15,14 +15,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.chat import CHAT_ROLES
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, as_int, json_text, obj, plain, seq, str_or_none
+from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 MARKERS = ("mswea_bash_command", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
@@ -107,6 +105,7 @@ class MiniSWEAgent(Importer):
         if not isinstance(messages, list):
             raise ImportFailure(str(path), "expected a list of messages")
         steps = message_steps(messages, path)
+        raw = path.read_bytes()
         status = info.get("exit_status")
         outcome = "unknown" if not status or str(status).lower() == "submitted" else "failure"
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
@@ -117,7 +116,7 @@ class MiniSWEAgent(Importer):
         if isinstance(data, dict) and "trajectory_format" in data:
             meta["trajectory_format"] = data["trajectory_format"]
         traj = Trajectory(
-            id=stable_id(self.name, path.name, orjson.dumps(messages[:2], default=str)),
+            id=stable_id(self.name, fingerprint(raw)),
             source_format=self.name,
             source_path=str(path),
             title=path.name.split(".")[0],
@@ -126,7 +125,7 @@ class MiniSWEAgent(Importer):
             task=next((s.content for s in steps.steps if s.role == "user"), None),
             outcome=outcome,
             metadata={**meta, HIDDEN: hidden},
-            raw=path.read_bytes(),
+            raw=raw,
             steps=steps.require(path, "messages"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts))

@@ -21,7 +21,8 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head, read_head
 from annotator.importers.reading import iter_jsonl, load_json
-from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, str_or_none
+from annotator.importers.steps import StepList, as_int, compact, fingerprint
+from annotator.importers.steps import json_text, obj, parse_time, plain, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 #: Actions and observations that are state changes, not the agent's work: kept as events.
@@ -123,8 +124,9 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
     hidden = {k: record[k] for k in ("test_result", "report", "resolved", "error") if record.get(k) is not None}
     meta = {k: record[k] for k in ("instance_id", "metrics", "metadata") if record.get(k) is not None}
     instruction = str_or_none(record.get("instruction"))
+    raw = orjson.dumps(record or events, default=str)
     traj = Trajectory(
-        id=stable_id(fmt, instance or path.name, where),
+        id=stable_id(fmt, instance, fingerprint(raw)),
         source_format=fmt,
         source_path=str(path),
         source_ref=where,
@@ -135,7 +137,7 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
             (s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
         outcome="failure" if record.get("error") else "unknown",
         metadata={**meta, HIDDEN: hidden} if hidden else meta,
-        raw=orjson.dumps(record or events, default=str),
+        raw=raw,
         steps=b.out.require(path, "events"),
     )
     return ImportedRecord(trajectory=finish(traj, opts))

@@ -8,6 +8,7 @@ format change is visible instead of silently thinning the trajectory.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -79,6 +80,12 @@ def obj(value: object) -> dict:
 def seq(value: object) -> list:
     """``value`` if it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
+
+
+def fingerprint(data: bytes) -> str:
+    """Identity of a finished run log: its content. Runs of the same task by different models
+    get different ids, and a moved or renamed file keeps its id."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def compact(value: object, limit: int = 2000) -> str:

@@ -17,13 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, json_text, obj, parse_json_maybe, plain, seq, str_or_none
+from annotator.importers.steps import StepList, fingerprint, json_text, obj, parse_json_maybe, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 _RUN_KEYS = {"info", "environment", "replay_config"}
@@ -137,6 +135,7 @@ class SWEAgent(Importer):
         data = load_json(path)
         if not isinstance(data, dict):
             raise ImportFailure(str(path), "expected a SWE-agent .traj object")
+        raw = path.read_bytes()
         history = data.get("history") or []
         trajectory = data.get("trajectory") or []
         if not isinstance(history, list) or not isinstance(trajectory, list):
@@ -156,7 +155,7 @@ class SWEAgent(Importer):
         hidden.update({k: v for k, v in info.items() if k.startswith("edited_files")})
         task = str_or_none(problem.get("text")) or next((s.content for s in b.out.steps if s.role == "user"), None)
         traj = Trajectory(
-            id=stable_id(self.name, instance, orjson.dumps(history[:2] or trajectory[:1], default=str)),
+            id=stable_id(self.name, instance, fingerprint(raw)),
             source_format=self.name,
             source_path=str(path),
             title=instance,
@@ -166,7 +165,7 @@ class SWEAgent(Importer):
             outcome=_outcome(info),
             metadata={"instance_id": problem.get("id") or instance, "environment": data.get("environment"),
                       "info": visible, HIDDEN: hidden},
-            raw=path.read_bytes(),
+            raw=raw,
             steps=b.out.require(path, "trajectory entries or history items"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts))
