@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
+from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions
 from annotator.importers.detect import detect
 from annotator.models import HIDDEN
@@ -243,3 +245,18 @@ def test_openhands_eval_output_jsonl(tmp_path):
     assert first.title == "repo__1" and first.task == "Create the game" and len(first.steps) == 5
     assert first.metadata[HIDDEN] == {"test_result": {"git_patch": "diff"}}
     assert records[0].trajectory.id != records[1].trajectory.id
+
+
+def test_traces_of_other_instrumentation_are_left_out(tmp_path):
+    http = _otlp_span("t9", "z", "", "GET /health", 10, [_kv("http.method", {"stringValue": "GET"})],
+                      status={"code": 2})
+    doc = {"resourceSpans": [{**OTLP["resourceSpans"][0], "scopeSpans": [
+        {"spans": [*OTLP["resourceSpans"][0]["scopeSpans"][0]["spans"], http]}]}]}
+    _, records = _import(_write_json(tmp_path / "export.json", doc))
+    assert len(records) == 2
+    assert records[0].warnings == ["1 trace(s) without LLM, tool or agent spans left out"]
+    only_http = {"resourceSpans": [{"scopeSpans": [{"spans": [http]}]}]}
+    f = _write_json(tmp_path / "http.json", only_http)
+    f.write_bytes(f.read_bytes().replace(b'"http.method"', b'"gen_ai.system"'))
+    with pytest.raises(ImportFailure, match="no LLM, tool or agent spans"):
+        _import(f)

@@ -62,15 +62,24 @@ class Convention:
 
 
 def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) -> Iterator[ImportedRecord]:
-    """One trajectory per trace id, in the order the traces first appear."""
+    """One trajectory per trace id, in the order the traces first appear.
+
+    A collector export also holds traces of other instrumentation (HTTP, database spans);
+    traces without a single LLM, tool or agent step are left out and counted in a warning.
+    """
     spans = read_spans(path, opts)
-    if not spans:
-        raise ImportFailure(str(path), "no spans in the file")
     traces: dict[str, list[Span]] = defaultdict(list)
     for sp in spans:
         traces[sp.trace_id].append(sp)
+    records = []
     for trace_id, members in traces.items():
-        yield _trace_record(path, opts, fmt, conv, trace_id, members)
+        if any(conv.kind(s) in (LLM, TOOL, AGENT, EVENT) for s in members):
+            records.append(_trace_record(path, opts, fmt, conv, trace_id, members))
+    if not records:
+        raise ImportFailure(str(path), "nothing to import: no LLM, tool or agent spans found")
+    if len(records) < len(traces):
+        records[0].warnings.append(f"{len(traces) - len(records)} trace(s) without LLM, tool or agent spans left out")
+    yield from records
 
 
 def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, trace_id: str,
@@ -94,7 +103,7 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
         task=task,
         metadata={"trace_id": trace_id, "spans": len(spans), "agents": builder.agents},
         raw=orjson.dumps([s.raw for s in spans], default=str),
-        steps=steps.require(path, "LLM, tool or agent spans"),
+        steps=steps.steps,
     )
     return ImportedRecord(trajectory=finish(traj, opts), warnings=steps.warnings())
 
@@ -126,20 +135,20 @@ class _TraceBuilder:
         self.agents: list[str] = []
 
     def build(self) -> StepList:
-        items = []  # (time, depth, seq, action, span)
-        for seq, sp in enumerate(self.spans):
+        items = []  # (time, depth, order, action, span)
+        for order, sp in enumerate(self.spans):
             depth = len(self._ancestors(sp))
             kind = self.conv.kind(sp)
             if kind in (AGENT, EVENT):
-                items.append((sp.start, depth, seq, kind, sp))
+                items.append((sp.start, depth, order, kind, sp))
             elif kind == LLM:
-                items.append((sp.start, depth, seq, "llm_in", sp))
-                items.append((sp.end, depth, seq, "llm_out", sp))
+                items.append((sp.start, depth, order, "llm_in", sp))
+                items.append((sp.end, depth, order, "llm_out", sp))
             elif kind == TOOL:
-                items.append((sp.start, depth, seq, "tool_in", sp))
-                items.append((sp.end, depth, seq, "tool_out", sp))
+                items.append((sp.start, depth, order, "tool_in", sp))
+                items.append((sp.end, depth, order, "tool_out", sp))
             if sp.error and kind != TOOL:
-                items.append((sp.end, depth, seq, "error", sp))
+                items.append((sp.end, depth, order, "error", sp))
         for _, _, _, action, sp in sorted(items, key=lambda t: t[:3]):
             getattr(self, "_" + action)(sp)
         return self.out
