@@ -143,3 +143,15 @@ def test_cli_imports_the_whole_shared_data_folder(tmp_path):
 def test_an_unknown_file_named_explicitly_still_fails(tmp_path, name):
     res = _invoke("--db", str(tmp_path / "m.db"), "import", str(SHARED / name))
     assert res.exit_code == 1 and "unknown format" in res.output
+
+
+def test_a_folder_walk_skips_binary_and_foreign_files_but_fails_broken_ones(db, tmp_path):
+    (tmp_path / "screenshot.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (tmp_path / "package.json").write_text('{"name": "x", "version": "1.0.0"}')
+    (tmp_path / "broken.json").write_text('{"history": [')
+    shutil.copy(SHARED / "formats" / "openhands" / "basic.json", tmp_path / "run.json")
+    summary = import_paths(db, [tmp_path])
+    by_name = {Path(f.path).name: f for f in summary.files}
+    assert by_name["screenshot.png"].skipped == by_name["package.json"].skipped == "not a trajectory"
+    assert by_name["run.json"].imported == 1
+    assert by_name["broken.json"].error and [f.path for f in summary.failed] == [str(tmp_path / "broken.json")]

@@ -97,7 +97,7 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
             raise ImportFailure(str(path), f"broken zip archive: {exc}") from exc
         return Head(path=path, size=size, kind="zip", zip_members=members)
     if b"\x00" in raw:
-        raise ImportFailure(str(path), "binary file (contains NUL bytes), not a trajectory")
+        raise UnknownFormat(str(path), "binary file (contains NUL bytes), not a trajectory")
     text = _decode_head(path, raw, complete=size <= HEAD_BYTES)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in "{[":
