@@ -260,3 +260,21 @@ def test_traces_of_other_instrumentation_are_left_out(tmp_path):
     f.write_bytes(f.read_bytes().replace(b'"http.method"', b'"gen_ai.system"'))
     with pytest.raises(ImportFailure, match="no LLM, tool or agent spans"):
         _import(f)
+
+
+#: Serialised software-agent-sdk events (field names from openhands/sdk/event; values invented).
+V1_EVENTS = orjson.loads((Path(__file__).parent / "fixtures" / "openhands_v1" / "events.json").read_bytes())
+
+
+def test_openhands_v1_events(tmp_path):
+    name, [rec] = _import(_write_json(tmp_path / "events.json", V1_EVENTS))
+    steps = rec.trajectory.steps
+    assert name == "openhands_v1"
+    assert [s.kind for s in steps] == ["system", "message", "thought", "tool_call", "tool_result", "tool_call",
+                                       "tool_result", "event", "thought", "final_answer"]
+    assert (steps[3].content, steps[3].tool_args, steps[3].link) == ("renaming the file", '{"command": "mv a.py b.py"}', 4)
+    assert steps[6].content == "rejected: dangerous" and steps[6].link == 5
+    assert steps[-1].content == "Renamed a.py to b.py." and rec.trajectory.task == "Rename a.py"
+    assert rec.warnings == ["1 unknown event(s) of type 'HologramEvent' kept as generic steps"]
+    name, [again] = _import(_write_jsonl(tmp_path / "events.jsonl", V1_EVENTS))
+    assert name == "openhands_v1" and [s.kind for s in again.trajectory.steps] == [s.kind for s in steps]

@@ -25,7 +25,7 @@ EVAL = FORMATS / "inspect_ai" / "log_read_sample.eval"
 
 
 def _fmt(path: Path) -> str:
-    return path.relative_to(FORMATS).parts[0]
+    return path.relative_to(FORMATS).parts[0] if FORMATS in path.parents else path.parent.name
 
 
 def _read_all(path: Path, fmt: str, opts: ImportOptions | None = None) -> list:
@@ -134,8 +134,11 @@ def _mutants(value: object, rng: random.Random, n: int) -> list[object]:
     return out
 
 
-@pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix in (".json", ".traj", ".jsonl")],
-                         ids=lambda p: p.name)
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix in (".json", ".traj", ".jsonl")]
+                         + [FIXTURES / "openhands_v1" / "events.json"], ids=lambda p: p.name)
 def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
     rng = random.Random(sample.name)
     fmt = _fmt(sample)
@@ -156,7 +159,7 @@ def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
             assert str(target) in str(exc)
 
 
-AGENT_FORMATS = ["claude_code", "codex_cli", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands",
+AGENT_FORMATS = ["claude_code", "codex_cli", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands", "openhands_v1",
                  "openinference", "otel_genai", "swe_agent"]
 
 

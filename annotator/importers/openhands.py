@@ -156,7 +156,7 @@ class OpenHands(Importer):
             return False
         if head.root == "array":
             keys = head.keys("item")
-            return _EVENT_KEYS <= keys and bool(keys & {"action", "observation"})
+            return _EVENT_KEYS <= keys and bool(keys & {"action", "observation"}) and "kind" not in keys
         return _RECORD_KEYS <= head.keys("") and bool(head.keys("history.item") & {"action", "observation"})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
