@@ -278,3 +278,37 @@ def test_openhands_v1_events(tmp_path):
     assert rec.warnings == ["1 unknown event(s) of type 'HologramEvent' kept as generic steps"]
     name, [again] = _import(_write_jsonl(tmp_path / "events.jsonl", V1_EVENTS))
     assert name == "openhands_v1" and [s.kind for s in again.trajectory.steps] == [s.kind for s in steps]
+
+
+def _inspect_log(samples: list) -> dict:
+    return {"version": 2, "status": "success", "eval": {"task": "t", "model": "m/x", "run_id": "r"}, "samples": samples}
+
+
+def test_inspect_agent_spans_name_agents_and_scores_decide_the_outcome(tmp_path):
+    ts = "2026-01-01T00:00:00+00:00"
+    out = {"choices": [{"message": {"id": "a1", "role": "assistant", "content": [
+        {"type": "reasoning", "reasoning": "plan it"}, {"type": "text", "text": "done"}]}}],
+        "usage": {"input_tokens": 5, "output_tokens": 1}}
+    sample = {"id": "s1", "epoch": 2, "input": "do it", "target": "x", "scores": {"judge": {"value": 0.5}},
+              "messages": [], "events": [
+                  {"event": "span_begin", "id": "sp1", "type": "agent", "name": "researcher", "timestamp": ts},
+                  {"event": "model", "span_id": "sp1", "timestamp": ts, "input": [
+                      {"id": "u1", "role": "user", "content": "do it"}], "output": out},
+                  {"event": "tool", "span_id": "sp1", "timestamp": ts, "id": "c9", "function": "search",
+                   "arguments": {"q": "x"}, "result": "", "error": {"type": "timeout", "message": "took too long"}},
+                  {"event": "sample_limit", "timestamp": ts, "type": "token", "message": "limit of 100"},
+                  {"event": "score", "timestamp": ts, "score": {"value": 0.5}}]}
+    fallback = {"id": "s2", "epoch": 1, "input": [{"role": "user", "content": "hi"}], "error": {"message": "boom"},
+                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    name, records = _import(_write_json(tmp_path / "log.json", _inspect_log([sample, fallback])))
+    first, second = (r.trajectory for r in records)
+    assert name == "inspect_ai"
+    assert [(s.kind, s.agent) for s in first.steps] == [
+        ("message", "user"), ("thought", "researcher"), ("message", "researcher"), ("tool_call", "researcher"),
+        ("tool_result", "researcher"), ("error", None)]
+    assert first.steps[4].content == '{\n  "type": "timeout",\n  "message": "took too long"\n}'
+    assert first.steps[5].content == "limit reached (token): limit of 100"
+    assert (first.outcome, first.score, first.metadata["epoch"]) == ("failure", 0.5, 2)
+    assert first.title == "t #s1 epoch 2" and first.steps[1].tokens_in == 5
+    assert [s.content for s in second.steps] == ["hi", "hello"] and second.outcome == "failure"
+    assert second.task == "hi" and second.metadata[HIDDEN]["error"] == {"message": "boom"}

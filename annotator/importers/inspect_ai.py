@@ -83,7 +83,7 @@ class _SampleSteps:
     def message(self, msg: dict, sid: str, where: dict, timestamp=None) -> None:
         role = str_or_none(msg.get("role"))
         base = dict(role=role, timestamp=timestamp, raw=plain(msg), group=where.get("group"))
-        agent = where.get("agent") or role
+        agent = role if role in ("user", "system") else where.get("agent") or role
         text, reasoning = _content(msg.get("content"))
         if reasoning:
             self.out.add(id=f"{sid}.reasoning", kind="thought", agent=agent, content=reasoning, **base)
