@@ -171,3 +171,17 @@ def test_foreign_content_is_an_import_failure(tmp_path, fmt, content):
     with pytest.raises(ImportFailure) as err:
         _read_all(f, fmt)
     assert str(f) in str(err.value)
+
+
+def test_inspect_zip_with_a_corrupt_member(tmp_path):
+    z = tmp_path / "corrupt.eval"
+    with zipfile.ZipFile(EVAL) as src, zipfile.ZipFile(z, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+    data = bytearray(z.read_bytes())
+    start = data.index(b"samples/1_epoch_1.json") + len("samples/1_epoch_1.json")
+    data[start + 10:start + 60] = bytes(50)  # zero part of the compressed sample
+    z.write_bytes(bytes(data))
+    with pytest.raises(ImportFailure) as err:
+        _read_all(z, "inspect_ai")
+    assert err.value.where == "samples/1_epoch_1.json"

@@ -12,6 +12,7 @@ and the hidden metadata, never into a step, so an annotator cannot see the grade
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -241,8 +242,9 @@ def _zip_json(path: Path, zf: zipfile.ZipFile, member: str, opts: ImportOptions)
         return orjson.loads(zf.read(member))
     except orjson.JSONDecodeError as exc:
         raise ImportFailure(str(path), f"malformed JSON: {exc.msg}", where=member) from exc
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
-        raise ImportFailure(str(path), f"broken zip member: {exc}", where=member) from exc
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error, NotImplementedError, RuntimeError) as exc:
+        # corrupt data, an unsupported compression method or an encrypted member
+        raise ImportFailure(str(path), f"unreadable zip member: {exc}", where=member) from exc
 
 
 def _sample_order(name: str) -> tuple:
