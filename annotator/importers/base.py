@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import orjson
+from pydantic import ValidationError
 
+from annotator.errors import ImportFailure
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -148,3 +151,14 @@ def as_text(value: object) -> str:
                 parts.append(as_text(v))
         return "\n".join(parts)
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+
+
+@contextmanager
+def record_values(path: Path, where: str | None = None) -> Iterator[None]:
+    """Turn a model validation error (a value of the wrong type in the file) into an ImportFailure."""
+    try:
+        yield
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "value"
+        raise ImportFailure(str(path), f"invalid {loc}: {first['msg']}", where=where) from exc

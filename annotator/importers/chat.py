@@ -15,7 +15,16 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    as_text,
+    finish,
+    record_values,
+    register,
+    stable_id,
+)
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
 from annotator.models import Step, Trajectory
@@ -79,26 +88,28 @@ class OpenAIChat(Importer):
         return "messages" in head.keys("") and head.scalars.get("messages.item.role") in CHAT_ROLES
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        data = load_json(path)
-        meta: dict = {}
-        if isinstance(data, dict):
-            messages = data.get("messages")
-            meta = {k: v for k, v in data.items() if k != "messages"}
-        else:
-            messages = data
-        if not isinstance(messages, list):
-            raise ImportFailure(str(path), "expected a list of chat messages")
-        steps = chat_steps(messages, path)
-        model = meta.get("model") if isinstance(meta.get("model"), str) else None
-        traj = Trajectory(
-            id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
-            source_format=self.name,
-            source_path=str(path),
-            title=str(meta.get("title") or path.stem),
-            model=model,
-            task=next((s.content for s in steps if s.role == "user"), None),
-            metadata=meta,
-            raw=path.read_bytes(),
-            steps=steps,
-        )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        with record_values(path):
+            data = load_json(path)
+            meta: dict = {}
+            if isinstance(data, dict):
+                messages = data.get("messages")
+                meta = {k: v for k, v in data.items() if k != "messages"}
+            else:
+                messages = data
+            if not isinstance(messages, list):
+                raise ImportFailure(str(path), "expected a list of chat messages")
+            steps = chat_steps(messages, path)
+            model = meta.get("model") if isinstance(meta.get("model"), str) else None
+            traj = Trajectory(
+                id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
+                source_format=self.name,
+                source_path=str(path),
+                title=str(meta.get("title") or path.stem),
+                model=model,
+                task=next((s.content for s in steps if s.role == "user"), None),
+                metadata=meta,
+                raw=path.read_bytes(),
+                steps=steps,
+            )
+            item = ImportedRecord(trajectory=finish(traj, opts))
+        yield item
