@@ -89,15 +89,15 @@ def split_blocks(text: str) -> list[Step]:
 def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str], str], dict]) -> list[Step]:
     """Split ``text`` at every match of ``pattern``; ``make(match, block)`` gives the step's fields.
 
-    The text before the first match becomes a ``log`` step; every block keeps its text whole
-    (trailing ``-----`` rules and blank lines aside).
+    The text before the first match becomes a ``log`` step (unless it is only a ``-----`` rule);
+    every block keeps its text whole (trailing rules and blank lines aside).
     """
     steps: list[Step] = []
     matches = list(pattern.finditer(text))
     if not matches:
         return steps
     preamble = text[: matches[0].start()].strip("\n")
-    if preamble.strip():
+    if preamble.strip(" \t\n-"):
         steps.append(Step(index=0, id="preamble", kind="log", content=preamble))
     for n, m in enumerate(matches):
         end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
