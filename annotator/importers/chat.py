@@ -50,6 +50,8 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
         calls = msg.get("tool_calls") or []
         if msg.get("function_call"):
             calls = [{"id": None, "function": msg["function_call"]}]
+        if not isinstance(calls, list):
+            raise ImportFailure(str(path), "'tool_calls' must be a list", where=f"{where}[{i}]")
         if role in ("tool", "function"):
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind="tool_result", content=text,
                               tool_name=msg.get("name"), call_id=msg.get("tool_call_id"), **base))
@@ -58,7 +60,8 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
             kind = "system" if role in ("system", "developer") else "message"
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind=kind, content=text, **base))
         for j, call in enumerate(calls):
-            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            fn = call.get("function") if isinstance(call, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
             args = fn.get("arguments")
             args_text = args if isinstance(args, str) else orjson.dumps(args).decode() if args is not None else ""
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}].tool_calls[{j}]", kind="tool_call",
@@ -70,7 +73,7 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
 
 def looks_like_chat(items: object) -> bool:
     """Whether the first items look like chat messages (role + content)."""
-    return isinstance(items, dict) and items.get("role") in CHAT_ROLES
+    return isinstance(items, dict) and isinstance(items.get("role"), str) and items["role"] in CHAT_ROLES
 
 
 @register

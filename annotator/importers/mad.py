@@ -31,7 +31,7 @@ from annotator.importers.base import (
     stable_id,
 )
 from annotator.importers.detect import Head
-from annotator.importers.reading import iter_records, require
+from annotator.importers.reading import iter_records, optional_text, require
 from annotator.importers.textlog import split_evaluation, split_log
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
@@ -156,18 +156,18 @@ class MadFull(Importer):
         inner = trace.get("trajectory") if isinstance(trace, dict) else trace
         if inner is None:
             raise ImportFailure(str(path), "trace has no 'trajectory'", where=where)
-        system = rec.get("mas_name")
+        system, model, benchmark = (optional_text(path, rec, k, where) for k in ("mas_name", "llm_name", "benchmark_name"))
         steps, meta, hidden = trace_steps(inner, system, path, where)
         meta.update({k: rec[k] for k in ("trace_id", "llm_name", "benchmark_name") if k in rec})
         meta["record"] = n
         if hidden:
             meta[HIDDEN] = hidden
-        ident = (rec.get("mas_name"), rec.get("benchmark_name"), rec.get("llm_name"), rec.get("trace_id"), n)
+        ident = (system, benchmark, model, rec.get("trace_id"), n)
         traj = finish(Trajectory(
             id=stable_id("mad", *ident),
             source_format=self.name, source_path=str(path), source_ref=where,
             title="/".join(str(x) for x in ident[:4]),
-            system=system, model=rec.get("llm_name"), benchmark=rec.get("benchmark_name"),
+            system=system, model=model, benchmark=benchmark,
             task=meta.pop("task", None), outcome=outcome_of(hidden), metadata=meta,
             raw=orjson.dumps(rec), steps=steps,
         ), opts)
@@ -209,12 +209,12 @@ class MadHuman(Importer):
     def _record(self, path: Path, n: int, rec: object, opts: ImportOptions) -> ImportedRecord:
         where = f"record {n}"
         rec = require(path, rec, ("round", "trace", "annotations"), where)
-        system = rec.get("mas_name")
+        system, benchmark = optional_text(path, rec, "mas_name", where), optional_text(path, rec, "benchmark_name", where)
         steps, meta, hidden = trace_steps(rec["trace"], system, path, where)
         mapping_name, table = mapping_for(str(rec["round"]))
         meta.update({"round": rec["round"], "trace_id": rec.get("trace_id"), "record": n,
                      "code_mapping": mapping_name})
-        ident = (system, rec.get("benchmark_name"), rec.get("trace_id"), rec["round"], n)
+        ident = (system, benchmark, rec.get("trace_id"), rec["round"], n)
         traj_id = stable_id("mad-human", *ident)
         labels, unmapped = self._labels(traj_id, rec["annotations"], table, mapping_name, path, where)
         if unmapped:
@@ -223,8 +223,8 @@ class MadHuman(Importer):
             meta[HIDDEN] = hidden
         traj = finish(Trajectory(
             id=traj_id, source_format=self.name, source_path=str(path), source_ref=where,
-            title=f"{system}/{rec.get('benchmark_name')}/{rec.get('trace_id')} ({rec['round']})",
-            system=system, benchmark=rec.get("benchmark_name"), task=meta.pop("task", None),
+            title=f"{system}/{benchmark}/{rec.get('trace_id')} ({rec['round']})",
+            system=system, benchmark=benchmark, task=meta.pop("task", None),
             outcome=outcome_of(hidden), metadata=meta, raw=orjson.dumps(rec), steps=steps,
         ), opts)
         warnings = [f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"

@@ -81,3 +81,13 @@ def require(path: Path, record: object, keys: tuple[str, ...], where: str | None
     if missing:
         raise ImportFailure(str(path), f"record is missing required key(s): {', '.join(missing)}", where=where)
     return record
+
+
+def optional_text(path: Path, record: dict, key: str, where: str | None = None) -> str | None:
+    """A record's field as text: absent or null is None, numbers become text, anything else fails."""
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ImportFailure(str(path), f"'{key}' must be text, got {type(value).__name__}", where=where)
