@@ -25,7 +25,7 @@ from annotator import __version__
 from annotator.errors import AnnotatorError
 
 out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -147,7 +147,7 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
-    out.print(Text(line, style="bold"))
+    out.print(Text(line, style="bold"), soft_wrap=True)
     if failed:
         for f in failed:
             err.print(Text(f"failed: {f.error}", style="red"))
@@ -166,9 +166,9 @@ def _print_file_result(f) -> None:
         parts.append(f"{f.labels} labels")
     if f.skipped_lines:
         parts.append(f"{len(f.skipped_lines)} bad line(s) skipped: {', '.join(map(str, f.skipped_lines[:10]))}")
-    out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"))
+    out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"), soft_wrap=True)
     for w in f.warnings:
-        out.print(Text(f"  warning: {w}", style="yellow"))
+        out.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
 
 
 @main.command("list")

@@ -81,8 +81,13 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return unique
 
 
+#: Database files (a folder may hold the very database being imported into).
+_SKIP_SUFFIXES = (".db", ".db-wal", ".db-shm", ".db-journal", ".sqlite", ".sqlite3")
+
+
 def _wanted(f: Path) -> bool:
-    return not f.name.startswith(".") and f.name.lower() not in _SKIP_NAMES
+    name = f.name.lower()
+    return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
 
 
 def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None) -> FileResult:
