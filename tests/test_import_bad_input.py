@@ -149,16 +149,21 @@ def test_text_log_with_invalid_utf8_deep_inside(db, tmp_path):
     assert error.startswith(f"{path}:line 20001: invalid UTF-8")
 
 
-def test_truncated_big_json_array_names_the_record(db, tmp_path, monkeypatch):
+def test_truncated_big_json_array_names_the_record(tmp_path, monkeypatch):
+    from annotator.errors import ImportFailure
     from annotator.importers import reading
+    from annotator.importers.base import registry
 
-    monkeypatch.setattr(reading, "WHOLE_JSON_BYTES", 100)
+    monkeypatch.setattr(reading, "WHOLE_JSON_BYTES", 100)  # stream this small file with ijson
     path = tmp_path / "mad.json"
     data = orjson.dumps([_mad_record(1), _mad_record(2), _mad_record(3)])
     path.write_bytes(data[: len(data) - 40])
-    result = import_file(db, path, fmt="mad_full")
-    assert result.error.startswith(f"{path}:record 3: malformed JSON after record 2")
-    assert list_trajectories(db) == []
+    seen = []
+    with pytest.raises(ImportFailure) as exc:
+        for rec in registry()["mad_full"].read(path, ImportOptions()):
+            seen.append(rec.trajectory.metadata["trace_id"])
+    assert seen == [1, 2]
+    assert str(exc.value).startswith(f"{path}:record 3: malformed JSON after record 2")
 
 
 def test_stdout_stays_clean_of_errors(tmp_path: Path):
