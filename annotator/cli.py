@@ -264,6 +264,7 @@ def show_cmd(ctx, trajectory, step, limit, raw):
         write(plain_step(tq.get_step(db, traj_id, step)))
         return
     write(plain_header(summary))
+    sys.stdout.flush()  # the header shows at once, before any step is read
     start, page = 0, 200
     shown = 0
     while True:

@@ -11,8 +11,7 @@ import glob
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure
 from annotator.importers.base import ImportOptions, registry
@@ -21,6 +20,9 @@ from annotator.store.attributions import save_attribution
 from annotator.store.db import write
 from annotator.store.labels import add_labels
 from annotator.store.trajectories import save_trajectory
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 #: Files never taken from a folder walk: documentation and licences beside the data.
 _SKIP_NAMES = {"sources.md", "readme.md", "license", "license.md", "license.txt", "notice"}

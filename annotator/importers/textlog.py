@@ -101,13 +101,22 @@ def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str],
         steps.append(Step(index=0, id="preamble", kind="log", content=preamble))
     for n, m in enumerate(matches):
         end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
-        block = _RULE_TAIL.sub("", text[m.start() : end]).strip("\n")
+        block = _trim_rules(text[m.start() : end])
         fields = {"kind": "message", **make(m, block)}
         steps.append(Step(index=len(steps), id=f"turn[{n}]", content=block, **fields))
     return steps
 
 
-_RULE_TAIL = re.compile(r"(?:\n\s*-{10,}\s*)+\s*$")
+def _trim_rules(block: str) -> str:
+    """``block`` without trailing blank lines and ``----------`` separator rules (a regex with a
+    ``$`` anchor rescans every line of a long block; this looks at the last lines only)."""
+    block = block.rstrip().lstrip("\n")
+    while True:
+        cut = block.rfind("\n")
+        last = block[cut + 1 :].strip()
+        if len(last) < 10 or last.strip("-"):
+            return block
+        block = block[:cut].rstrip() if cut >= 0 else ""
 
 #: "Orchestrator (-> WebSurfer)", "Orchestrator (thought)", "WebSurfer": Magentic-One speakers.
 _SPEAKER = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<inner>[^)]*)\)\s*$")
