@@ -101,9 +101,30 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
         if lines is not None:
             return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
         head = Head(path=path, size=size, kind="json", text=text)
-        _json_shape(path, head)
+        try:
+            _json_shape(path, head)
+        except ImportFailure:
+            if _log_not_json(path):
+                return Head(path=path, size=size, kind="text", text=text)
+            raise
         return head
     return Head(path=path, size=size, kind="text", text=text)
+
+
+#: Suffixes that promise JSON: a parse error in such a file is reported, never read as a log.
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+
+
+def _log_not_json(path: Path) -> bool:
+    """Whether a file that starts with '[' or '{' but fails to parse on its first line is a log.
+
+    ChatDev and MetaGPT logs open with ``[2023-25-08 10:05:12 INFO]``; a file named ``.json``
+    that breaks there is still a broken JSON file and gets the parse error.
+    """
+    if path.suffix.lower() in _JSON_SUFFIXES:
+        return False
+    exc = _json_problem(path)
+    return exc is not None and exc.lineno == 1 and exc.colno <= 80
 
 
 def _decode_head(path: Path, raw: bytes, complete: bool) -> str:
