@@ -117,7 +117,13 @@ def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
         }
         cols = ", ".join(values)
         marks = ", ".join("?" for _ in values)
-        db.execute(f"INSERT OR REPLACE INTO trajectories ({cols}) VALUES ({marks})", list(values.values()))
+        # An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the foreign keys
+        # would cascade that delete to every label and review of the trajectory.
+        updates = ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
+        db.execute(
+            f"INSERT INTO trajectories ({cols}) VALUES ({marks}) ON CONFLICT (id) DO UPDATE SET {updates}",
+            list(values.values()),
+        )
         db.conn.executemany(
             "INSERT INTO steps (trajectory_id, idx, id, agent, role, recipient, kind, content, tool_name,"
             " tool_args, call_id, link, parent, grp, timestamp, tokens_in, tokens_out, attributes, raw)"
