@@ -211,9 +211,13 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
             sys.stdout.write(orjson.dumps(r.model_dump(mode="json", exclude={"metadata", "task"})).decode() + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "system", "model", "benchmark", "outcome", "steps", "title"):
-        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=16 if col == "id" else None,
-                         max_width=40 if col == "title" else None)
+    # Widths that keep every column legible at 100 columns; the title takes what is left.
+    widths = {"id": (16, 16), "system": (8, 14), "model": (5, 16), "benchmark": (8, 16), "outcome": (7, 7),
+              "steps": (5, 6)}
+    for col, (low, high) in widths.items():
+        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=low, max_width=high,
+                         justify="right" if col == "steps" else "left")
+    table.add_column("title", overflow="ellipsis", no_wrap=True, min_width=10, ratio=1)
     for r in rows:
         table.add_row(
             r.id,
@@ -311,7 +315,8 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
         table.add_column("key", style="magenta", no_wrap=True)
         table.add_column("mode")
         for m in tax.modes_in(cat.id):
-            table.add_row(m.id, f"[{m.hotkey}]", Text.assemble((m.name, "bold"), "\n", m.definition))
+            # Text, never markup: a hotkey like "[s]" or a custom codebook's names must print as written.
+            table.add_row(Text(m.id), Text(f"[{m.hotkey}]"), Text.assemble((m.name, "bold"), "\n", m.definition))
         out.print(table)
 
 
