@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from annotator.importers.base import ImportOptions
 from annotator.importers.detect import detect
@@ -177,3 +178,14 @@ def test_changed_content_updates_and_keeps_labels(db, tmp_path):
     assert (second.updated, second.trajectory_ids) == (1, first.trajectory_ids)
     assert get_trajectory(db, first.trajectory_ids[0]).steps[-1].content == "c"
     assert [lab.mode_id for lab in current_labels(db)] == ["FM-2.1"]
+
+
+def test_text_log_takes_log_names_or_known_markers_only(tmp_path):
+    from annotator.errors import UnknownFormat
+
+    code = _write(tmp_path / "script.py", b"print('hello')\n\nprint('bye')\n")
+    with pytest.raises(UnknownFormat):
+        detect(code)
+    marked = _write(tmp_path / "run.md", (LOGS / "magentic_one.log").read_bytes())
+    assert detect(marked).name == "text_log"
+    assert detect(_write(tmp_path / "console", b"plain words\n")).name == "text_log"

@@ -19,6 +19,10 @@ from annotator.importers.textlog import guess_system, split_evaluation, split_lo
 from annotator.models import HIDDEN, Trajectory
 
 
+#: File name endings of console logs.
+LOG_SUFFIXES = {".txt", ".log", ".out", ""}
+
+
 @register
 class TextLog(Importer):
     name = "text_log"
@@ -26,7 +30,11 @@ class TextLog(Importer):
     fallback = True
 
     def sniff(self, head: Head) -> bool:
-        return head.kind == "text"
+        # Any text file could be a log: take those named like one, or carrying a system's markers,
+        # so that a folder's README or code files are not imported as trajectories.
+        if head.kind != "text":
+            return False
+        return head.path.suffix.lower() in LOG_SUFFIXES or guess_system(head.text) is not None
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         raw = path.read_bytes()
