@@ -188,3 +188,8 @@ def test_parse_speaker():
     assert parse_speaker("Orchestrator (-> WebSurfer)") == ("Orchestrator", "WebSurfer", "message")
     assert parse_speaker("Orchestrator (thought)") == ("Orchestrator", None, "thought")
     assert parse_speaker("WebSurfer") == ("WebSurfer", None, "message")
+
+
+def test_a_wrongly_named_system_still_gets_the_splitter_its_markers_name():
+    steps = _steps("magentic_one.log", "ChatDev")
+    assert [s.agent for s in steps] == ["human", "Orchestrator", "Orchestrator", "WebSurfer", "Orchestrator"]

@@ -69,12 +69,13 @@ def guess_system(text: str) -> str | None:
 
 
 def split_log(text: str, system: str | None = None) -> list[Step]:
-    """Steps of a raw log: the system's splitter (named, else guessed), else blank-line blocks."""
-    fn = _SPLITTERS.get(_key(system or ""))
-    if fn is None:
+    """Steps of a raw log: the named system's splitter, else the one its markers name, else blank-line blocks."""
+    named = _SPLITTERS.get(_key(system or ""))
+    steps = named(text) if named else []
+    if len(steps) <= 1:
         guessed = guess_system(text)
         fn = _SPLITTERS[_key(guessed)] if guessed else None
-    steps = fn(text) if fn else []
+        steps = fn(text) if fn is not None and fn is not named else steps
     if len(steps) <= 1:
         steps = split_blocks(text)
     return steps
