@@ -94,7 +94,7 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
         return Head(path=path, size=size, kind="zip", zip_members=members)
     if b"\x00" in raw:
         raise ImportFailure(str(path), "binary file (contains NUL bytes), not a trajectory")
-    text = _decode_head(path, raw, complete=size <= HEAD_BYTES)
+    text = decode_utf8(path, raw, complete=size <= HEAD_BYTES)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in "{[":
         lines = _jsonl_head(stripped)
@@ -127,11 +127,15 @@ def _log_not_json(path: Path) -> bool:
     return exc is not None and exc.lineno == 1 and exc.colno <= 80
 
 
-def _decode_head(path: Path, raw: bytes, complete: bool) -> str:
+def decode_utf8(path: Path, raw: bytes, complete: bool = True) -> str:
+    """``raw`` as text; ImportFailure naming the line of the first invalid byte.
+
+    With ``complete=False`` (a head cut from a longer file) a character cut at the end is not
+    an error.
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the end of the head is not an error.
         if not complete and exc.start >= len(raw) - 3:
             return raw[: exc.start].decode("utf-8")
         line = raw[: exc.start].count(b"\n") + 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
-from annotator.importers.detect import Head
+from annotator.importers.detect import Head, decode_utf8
 from annotator.importers.mad import outcome_of
 from annotator.importers.textlog import guess_system, split_evaluation, split_log
 from annotator.models import HIDDEN, Trajectory
@@ -38,11 +38,7 @@ class TextLog(Importer):
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise ImportFailure(str(path), f"invalid UTF-8 (byte {exc.start})", where=f"line {line}") from exc
+        text = decode_utf8(path, raw).removeprefix("\ufeff")
         if "\x00" in text:
             raise ImportFailure(str(path), "binary file (contains NUL bytes), not a trajectory")
         if not text.strip():
