@@ -139,8 +139,8 @@ def test_text_log_every_fixture(db):
     for name, (system, n) in expected.items():
         result = import_file(db, LOGS / name)
         assert result.ok and result.format == "text_log", result.error
-        traj = get_trajectory(db, result.trajectory_ids[0], with_steps=False)
-        assert (traj.system, list_trajectories(db)[0] and len(get_trajectory(db, traj.id).steps)) == (system, n)
+        traj = get_trajectory(db, result.trajectory_ids[0])
+        assert (traj.system, len(traj.steps)) == (system, n)
 
 
 def test_text_log_system_override(db):

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from annotator.errors import NotFound, StoreError
-from annotator.importers.base import finish, ImportOptions
+from annotator.importers.base import ImportOptions, finish
 from annotator.models import Attribution, Label, LabelRun, Step, Trajectory
 from annotator.store import open_db, write
 from annotator.store.attributions import attributions, save_attribution
@@ -203,7 +203,7 @@ def test_review_state(db):
     set_review(db, "t1", "alice", "in_progress", add_seconds=10)
     state = set_review(db, "t1", "alice", "done", add_seconds=5.5)
     assert (state.status, state.seconds_spent) == ("done", 15.5)
-    assert finished_by(db, "t1" and "alice") == {"t1"}
+    assert finished_by(db, "alice") == {"t1"}
     assert [r.annotator for r in review_states(db)] == ["alice"]
     assert [t.id for t in list_trajectories(db, TrajectoryFilter(review_status="done", annotator="alice"))] == ["t1"]
     assert list_trajectories(db, TrajectoryFilter(review_status="not_started", annotator="alice")) == []
