@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions, record_values, registry
 from annotator.importers.detect import detect, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
@@ -108,7 +108,7 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         else:
             importer = detect(path, opts)
         result.format = importer.name
-        with write(db):
+        with write(db), record_values(path):
             for rec in importer.read(path, opts):
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
@@ -125,7 +125,8 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        result.error = f"{path}: {exc}"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        result.error = f"{path}: {first_line}"
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     return result
