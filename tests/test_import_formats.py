@@ -189,3 +189,14 @@ def test_text_log_takes_log_names_or_known_markers_only(tmp_path):
     marked = _write(tmp_path / "run.md", (LOGS / "magentic_one.log").read_bytes())
     assert detect(marked).name == "text_log"
     assert detect(_write(tmp_path / "console", b"plain words\n")).name == "text_log"
+
+
+def test_corrected_dataset_labels_update_on_reimport(db, tmp_path):
+    rec = {"mas_name": "AG2", "trace": {"trajectory": "a\n\nb"}, "mast_annotation": {"2.1": 1}}
+    path = _write(tmp_path / "mad.json", [rec])
+    import_file(db, path)
+    assert import_file(db, path).unchanged == 1
+    rec["mast_annotation"]["2.1"] = 0  # the dataset fixes a label, the trace stays the same
+    again = import_file(db, _write(path, [rec]))
+    assert (again.updated, again.labels) == (1, 1)
+    assert [(lab.mode_id, lab.verdict) for lab in current_labels(db)] == [("FM-2.1", "absent")]

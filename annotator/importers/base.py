@@ -110,6 +110,24 @@ def content_hash(traj: Trajectory) -> str:
     return h.hexdigest()
 
 
+def source_labels_hash(rec: ImportedRecord) -> str:
+    """The trajectory's content hash extended by the labels and attributions its file carries.
+
+    A dataset can correct its labels without touching the trace (a MAD annotation fixed): the
+    re-import must then count as "updated" and append the new labels, not "unchanged".
+    """
+    if not rec.labels and not rec.attributions:
+        return rec.trajectory.content_hash
+    h = hashlib.sha256(rec.trajectory.content_hash.encode())
+    for label in rec.labels:
+        h.update(orjson.dumps([label.mode_id, label.annotator, label.verdict, label.onset_step, label.extra],
+                              option=orjson.OPT_SORT_KEYS, default=str))
+    for att in rec.attributions:
+        h.update(orjson.dumps([att.annotator, att.step, att.step_as_given, att.agent, att.reason],
+                              default=str))
+    return h.hexdigest()
+
+
 def finish(traj: Trajectory, opts: ImportOptions) -> Trajectory:
     """Apply the user's overrides, link tool calls with their results and compute the hash."""
     updates: dict = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure
-from annotator.importers.base import ImportOptions, record_values, registry
+from annotator.importers.base import ImportOptions, record_values, registry, source_labels_hash
 from annotator.importers.detect import detect, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
@@ -110,6 +110,7 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         result.format = importer.name
         with write(db), record_values(path):
             for rec in importer.read(path, opts):
+                rec.trajectory.content_hash = source_labels_hash(rec)
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
