@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import orjson
+from pydantic import ValidationError
 
+from annotator.errors import ImportFailure
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -96,6 +99,10 @@ def stable_id(*parts: object) -> str:
     return digest[:16]
 
 
+#: Step fields that make up its content (``raw`` is the source's and left out).
+_STEP_FIELDS = tuple(f for f in Step.model_fields if f != "raw")
+
+
 def content_hash(traj: Trajectory) -> str:
     """Hash of everything a re-import could change: metadata, outcome and every step's content."""
     h = hashlib.sha256()
@@ -104,7 +111,26 @@ def content_hash(traj: Trajectory) -> str:
     )
     h.update(orjson.dumps(head, option=orjson.OPT_SORT_KEYS, default=str))
     for s in traj.steps:
-        h.update(orjson.dumps(s.model_dump(mode="json", exclude={"raw"}), option=orjson.OPT_SORT_KEYS, default=str))
+        # The field values straight from the model: model_dump per step costs more than the hash.
+        h.update(orjson.dumps([getattr(s, f) for f in _STEP_FIELDS], option=orjson.OPT_SORT_KEYS, default=str))
+    return h.hexdigest()
+
+
+def source_labels_hash(rec: ImportedRecord) -> str:
+    """The trajectory's content hash extended by the labels and attributions its file carries.
+
+    A dataset can correct its labels without touching the trace (a MAD annotation fixed): the
+    re-import must then count as "updated" and append the new labels, not "unchanged".
+    """
+    if not rec.labels and not rec.attributions:
+        return rec.trajectory.content_hash
+    h = hashlib.sha256(rec.trajectory.content_hash.encode())
+    for label in rec.labels:
+        h.update(orjson.dumps([label.mode_id, label.annotator, label.verdict, label.onset_step, label.extra],
+                              option=orjson.OPT_SORT_KEYS, default=str))
+    for att in rec.attributions:
+        h.update(orjson.dumps([att.annotator, att.step, att.step_as_given, att.agent, att.reason],
+                              default=str))
     return h.hexdigest()
 
 
@@ -157,3 +183,14 @@ def as_text(value: object) -> str:
                 parts.append(as_text(v))
         return "\n".join(parts)
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+
+
+@contextmanager
+def record_values(path: Path, where: str | None = None) -> Iterator[None]:
+    """Turn a model validation error (a value of the wrong type in the file) into an ImportFailure."""
+    try:
+        yield
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "value"
+        raise ImportFailure(str(path), f"invalid {loc}: {first['msg']}", where=where) from exc

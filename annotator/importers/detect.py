@@ -98,23 +98,48 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
         return Head(path=path, size=size, kind="zip", zip_members=members)
     if b"\x00" in raw:
         raise UnknownFormat(str(path), "binary file (contains NUL bytes), not a trajectory")
-    text = _decode_head(path, raw, complete=size <= HEAD_BYTES)
+    text = decode_utf8(path, raw, complete=size <= HEAD_BYTES)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in "{[":
         lines = _jsonl_head(stripped)
         if lines is not None:
             return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
         head = Head(path=path, size=size, kind="json", text=text)
-        _json_shape(path, head)
+        try:
+            _json_shape(path, head)
+        except ImportFailure:
+            if _log_not_json(path):
+                return Head(path=path, size=size, kind="text", text=text)
+            raise
         return head
     return Head(path=path, size=size, kind="text", text=text)
 
 
-def _decode_head(path: Path, raw: bytes, complete: bool) -> str:
+#: Suffixes that promise JSON: a parse error in such a file is reported, never read as a log.
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+
+
+def _log_not_json(path: Path) -> bool:
+    """Whether a file that starts with '[' or '{' but fails to parse on its first line is a log.
+
+    ChatDev and MetaGPT logs open with ``[2023-25-08 10:05:12 INFO]``; a file named ``.json``
+    that breaks there is still a broken JSON file and gets the parse error.
+    """
+    if path.suffix.lower() in _JSON_SUFFIXES:
+        return False
+    exc = _json_problem(path)
+    return exc is not None and exc.lineno == 1 and exc.colno <= 80
+
+
+def decode_utf8(path: Path, raw: bytes, complete: bool = True) -> str:
+    """``raw`` as text; ImportFailure naming the line of the first invalid byte.
+
+    With ``complete=False`` (a head cut from a longer file) a character cut at the end is not
+    an error.
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the end of the head is not an error.
         if not complete and exc.start >= len(raw) - 3:
             return raw[: exc.start].decode("utf-8")
         line = raw[: exc.start].count(b"\n") + 1

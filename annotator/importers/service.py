@@ -11,16 +11,18 @@ import glob
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions, record_values, registry, source_labels_hash
 from annotator.importers.detect import detect, dir_importer, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
 from annotator.store.labels import add_labels
 from annotator.store.trajectories import save_trajectory
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 #: Files never taken from a folder walk: documentation and licences beside the data.
 _SKIP_NAMES = {"sources.md", "readme.md", "license", "license.md", "license.txt", "notice"}
@@ -105,8 +107,13 @@ def _walk(root: Path) -> list[Path]:
     return sorted(units + files)
 
 
+#: Database files (a folder may hold the very database being imported into).
+_SKIP_SUFFIXES = (".db", ".db-wal", ".db-shm", ".db-journal", ".sqlite", ".sqlite3")
+
+
 def _wanted(f: Path) -> bool:
-    return not f.name.startswith(".") and f.name.lower() not in _SKIP_NAMES
+    name = f.name.lower()
+    return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
 
 
 def import_file(
@@ -132,8 +139,9 @@ def import_file(
         else:
             importer = detect(path, opts)
         result.format = importer.name
-        with write(db):
+        with write(db), record_values(path):
             for rec in importer.read(path, opts):
+                rec.trajectory.content_hash = source_labels_hash(rec)
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
@@ -154,7 +162,8 @@ def import_file(
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        result.error = f"{path}: {exc}"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        result.error = f"{path}: {first_line}"
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     return result
