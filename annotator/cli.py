@@ -466,14 +466,19 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
                 " Nothing was sent.", style="bold"))
             return
         run, opts = service.start_run(db, opts)
-    stats = "done 0 · failed 0 · cached 0 · 0 tok · $0.0000"
+    priced = run.params.get("price_known", True)
+
+    def cost(usd: float) -> str:
+        return f"${usd:.4f}" if priced else "cost unknown"
+
+    stats = f"done 0 · failed 0 · cached 0 · 0 tok · {cost(0.0)}"
     with Bar(*_progress_columns(), console=err, transient=False, disable=quiet or not err.is_terminal) as bar:
         task = bar.add_task("", total=None, stats=stats)
 
         def on_progress(p):
             bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
                        stats=f"done {p.done} · failed {p.failed} · cached {p.cached} ·"
-                             f" {p.tokens_in + p.tokens_out:,} tok · ${p.cost_usd:.4f}")
+                             f" {p.tokens_in + p.tokens_out:,} tok · {cost(p.cost_usd)}")
 
         def on_batch(batch_id, status):
             bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
@@ -487,7 +492,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
     counts = final.counts
     line = (f"run {final.id} ({final.annotator}) {final.status}: {counts.get('done', 0)} labelled,"
             f" {counts.get('failed', 0)} failed, {counts.get('sent', 0)} requests sent, {counts.get('cached', 0)} cached,"
-            f" {final.tokens_in + final.tokens_out:,} tokens, {final.cost_usd:.4f} USD")
+            f" {final.tokens_in + final.tokens_out:,} tokens, {cost(final.cost_usd)}")
     out.print(Text(line, style="bold"))
     if final.params.get("stopped"):
         out.print(Text(f"stopped: {final.params['stopped']}", style="yellow"))

@@ -35,7 +35,8 @@ from typing import Any
 
 _STEP = re.compile(r"\[(\w+) step (\d+) \| [^\]\n]*\]\n(.*?)(?=\n\[\1 step |\nEND UNTRUSTED TRAJECTORY)", re.DOTALL)
 _MODE_ID = re.compile(r"^- (FM-\d\.\d) ", re.MULTILINE)
-_ORIGINAL_LINE = re.compile(r"^(\d\.\d) ([^:\n]+): <yes or no>$", re.MULTILINE)
+#: A mode line of a mast-original prompt; not anchored, as agentdash's prompt runs its lines together.
+_ORIGINAL_LINE = re.compile(r"(\d\.\d) ([^:\n]+?): <yes or no>")
 _FAULT = re.compile(r"FAULT:(\w+)")
 _MARKER = re.compile(r"ID:(\w+)")
 TRANSIENT = {"429", "500", "hang", "drop", "garbage"}
@@ -117,7 +118,8 @@ class FakeOpenAI:
             lines = _ORIGINAL_LINE.findall(text)
             if "unreadable" in faults:
                 return "@@\nA. I cannot tell.\nB. no\nC. Failure modes:\n@@"
-            body = "\n".join(f"{code} {name}: {'yes' if code == '1.3' and loop else 'no'}" for code, name in lines)
+            looping = "LOOP" in text  # agentdash's prompt has no step headers to find the step by
+            body = "\n".join(f"{code} {name}: {'yes' if code == '1.3' and looping else 'no'}" for code, name in lines)
             return f"@@\nA. The agents repeat themselves.\nB. no\nC. Failure modes:\n{body}\n@@"
         if "malformed" in faults:
             return '{"modes": [{"mode_id": "FM-1.1", "present": fal'

@@ -125,7 +125,8 @@ async def run_labeller(
         raise ValueError("the run must be stored first")
     todo = pending(db, run, ids)
     usage = usage or Usage()
-    base_in, base_out, base_cost = run.tokens_in, run.tokens_out, run.cost_usd
+    base_in, base_out, base_cost = run.tokens_in, run.tokens_out, run.cost_usd  # earlier sessions of the run
+    base_sent, base_cached = run.counts.get("sent", 0), run.counts.get("cached", 0)
     progress = Progress(total=len(ids), skipped=len(ids) - len(todo))
     queue: asyncio.Queue[str] = asyncio.Queue()
     for tid in todo:
@@ -160,7 +161,8 @@ async def run_labeller(
         final = run.model_copy(
             update={
                 "status": status,
-                "counts": item_counts(db, run.id) | {"sent": progress.sent, "cached": progress.cached},
+                "counts": item_counts(db, run.id)
+                | {"sent": base_sent + progress.sent, "cached": base_cached + progress.cached},
                 "tokens_in": base_in + usage.tokens_in,
                 "tokens_out": base_out + usage.tokens_out,
                 "cost_usd": base_cost + usage.cost_usd,

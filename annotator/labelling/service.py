@@ -110,6 +110,13 @@ def estimate(db: Database, opts: PrelabelOptions) -> DryRun:
     return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage()), select(db, opts))
 
 
+def _price_known(opts: PrelabelOptions) -> bool:
+    """Whether the run's cost can be told: rules cost nothing, a judge needs a price for every model."""
+    if opts.labeller == "rules" or opts.judge is None:
+        return True
+    return all(price_for(m, opts.price_in, opts.price_out).known for m in opts.judge.models)
+
+
 def _api_key(opts: PrelabelOptions) -> str:
     key = os.environ.get(opts.api_key_env)
     if not key:
@@ -132,7 +139,7 @@ def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOp
         endpoint_host=endpoint_host(judge.base_url) if judge and opts.labeller == "llm" else None,
         prompt_name=name,
         prompt_hash=prompt_hash(name, taxonomy, extra if opts.labeller == "llm" else ",".join(DETECTORS)),
-        params={"options": opts.model_dump(mode="json")},
+        params={"options": opts.model_dump(mode="json"), "price_known": _price_known(opts)},
         taxonomy_hash=taxonomy.version_hash,
     )
     return create_run(db, run), opts

@@ -118,22 +118,27 @@ def test_kill_9_then_resume_sends_no_answered_request_twice(db, db_path):
     assert check.execute("SELECT count(*) FROM labels WHERE annotator = 'run:1'").fetchone()[0] == 30 * 14
 
 
-def test_ctrl_c_stops_cleanly_as_interrupted(db, db_path):
+def test_ctrl_c_stops_cleanly_as_interrupted_and_resumes(db, db_path):
     seed(db, 20)
     with FakeOpenAI(latency=0.3) as srv:
         proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
         _wait_for(lambda: len(srv.chat_requests()) >= 3)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
-    assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
-    check = open_db(db_path)
-    assert get_run(check, 1).status == "interrupted"
-    done = {i.trajectory_id for i in run_items(check, 1, "done")}
-    assert {lab.trajectory_id for lab in current_labels(check, annotator="run:1")} == done
-    assert all(
-        len([x for x in current_labels(check, t, "run:1")]) == 14 for t in done
-    )
+        assert proc.returncode == 130
+        assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+        check = open_db(db_path)
+        assert get_run(check, 1).status == "interrupted"
+        done = {i.trajectory_id for i in run_items(check, 1, "done")}
+        assert {lab.trajectory_id for lab in current_labels(check, annotator="run:1")} == done
+        assert all(len(current_labels(check, t, "run:1")) == 14 for t in done)
+        resumed = invoke(db_path, "--resume", "1", "-q")
+    assert resumed.exit_code == 0, resumed.output
+    run = get_run(check, 1)
+    assert run.status == "completed" and run.counts["done"] == 20
+    stored = check.execute("SELECT count(*) FROM llm_requests").fetchone()[0]
+    assert run.counts["sent"] == stored == 20  # counted over both sessions, like its tokens
+    assert "cost unknown" in " ".join(resumed.output.split())  # model "m" has no price: no made-up $0
 
 
 def test_batch_run_and_resume_by_batch_id(db, db_path):

@@ -117,7 +117,6 @@ async def test_small_real_model_end_to_end(db, llama_server):
         if lab.verdict == "present":
             assert lab.grounded is not None
     assert usage.tokens_in > 0 and labeller.sent >= len(ids)
-    assert elapsed < 180
     print(f"\nreal model: {labeller.sent} requests in {elapsed:.0f} s, mode {client.modes[MODEL]},"
           f" done {len(labelled)}, failed {len(ids) - len(labelled)}: "
           + "; ".join(f"{t}: {it.error}" for t, it in items.items() if it.error))
