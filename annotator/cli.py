@@ -494,6 +494,10 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
             f" {counts.get('failed', 0)} failed, {counts.get('sent', 0)} requests sent, {counts.get('cached', 0)} cached,"
             f" {final.tokens_in + final.tokens_out:,} tokens, {cost(final.cost_usd)}")
     out.print(Text(line, style="bold"))
+    if counts.get("done"):
+        out.print(Text(f"suggestions: {counts.get('present', 0)} present ({counts.get('ungrounded', 0)} ungrounded:"
+                       f" the quote is not in the cited steps), {counts.get('absent', 0)} absent,"
+                       f" {counts.get('unknown', 0)} unknown"))
     if final.params.get("stopped"):
         out.print(Text(f"stopped: {final.params['stopped']}", style="yellow"))
     from annotator.store.requests import run_items

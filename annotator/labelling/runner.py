@@ -21,7 +21,7 @@ from annotator.labelling.judge import BudgetExhausted, LLMLabeller
 from annotator.labelling.pricing import Usage
 from annotator.labelling.verdicts import Labeller, ModeVerdict
 from annotator.models import Label, LabelRun, utcnow
-from annotator.store.requests import cached_keys, finish_item, item_counts, run_items
+from annotator.store.requests import cached_keys, finish_item, item_counts, run_items, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
@@ -162,6 +162,7 @@ async def run_labeller(
             update={
                 "status": status,
                 "counts": item_counts(db, run.id)
+                | verdict_counts(db, run.id)
                 | {"sent": base_sent + progress.sent, "cached": base_cached + progress.cached},
                 "tokens_in": base_in + usage.tokens_in,
                 "tokens_out": base_out + usage.tokens_out,

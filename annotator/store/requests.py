@@ -122,3 +122,15 @@ def item_counts(db: Database, run_id: int) -> dict[str, int]:
     ):
         counts[status] = n
     return counts
+
+
+def verdict_counts(db: Database, run_id: int) -> dict[str, int]:
+    """A run's suggestions by verdict, and how many "present" ones failed the grounding check."""
+    counts = {"present": 0, "ungrounded": 0, "absent": 0, "unknown": 0}
+    for verdict, grounded, n in db.execute(
+        "SELECT verdict, grounded, count(*) FROM labels WHERE run_id = ? GROUP BY verdict, grounded", [run_id]
+    ):
+        counts[verdict] = counts.get(verdict, 0) + n
+        if verdict == "present" and grounded == 0:
+            counts["ungrounded"] += n
+    return counts

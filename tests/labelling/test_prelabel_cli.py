@@ -65,6 +65,8 @@ def test_a_run_labels_and_a_rerun_sends_nothing(db, db_path, server):
     first = invoke(db_path, "--model", "gpt-4o-mini", "--base-url", server.base_url, "-q")
     assert first.exit_code == 0, first.output
     assert "run 1 (run:1) completed: 4 labelled, 0 failed, 4 requests sent" in " ".join(first.output.split())
+    assert "suggestions: 4 present (0 ungrounded: the quote is not in the cited steps), 52 absent, 0 unknown" in " ".join(
+        first.output.split())
     again = invoke(db_path, "--model", "gpt-4o-mini", "-q", OPENAI_BASE_URL=server.base_url)
     assert "0 requests sent, 4 cached" in " ".join(again.output.split())
     assert len(server.chat_requests()) == 4

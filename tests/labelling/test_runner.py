@@ -71,6 +71,7 @@ async def test_every_fault_run_completes_right_trajectories_labelled_bad_answers
     assert all(lab.provenance == "llm" and lab.run_id == run.id for lab in labels)
     assert_no_invalid_label(db)
     assert run.counts["done"] == 8 and run.counts["failed"] == 4
+    assert run.counts["present"] == 8 and run.counts["ungrounded"] == 1 and run.counts["absent"] == 8 * 13
 
 
 async def test_retry_after_is_honoured(db, server):
