@@ -1,0 +1,180 @@
+"""Bulk pre-labelling throughput against a local OpenAI-compatible server with 200 ms latency.
+
+1,000 small trajectories, one judge request each, labelled at concurrency 1, 16 and 64 (each
+under its own model name, so nothing is answered from the cache), then once more fully cached.
+The runner's own overhead per request is measured three ways: the CPU time of this process
+per request at concurrency 64 (the server runs in its own process, so this is the runner's
+cost alone); the wall time per request at concurrency 1 against a second server with no
+latency (runner, HTTP and the server's own work: an upper bound); and the wall time per
+request at concurrency 1 beyond the 200 ms (which adds the server's sleep overshoot on a
+loaded machine; agentdash's line shows the same for a client that does almost nothing).
+
+Side by side, the same 1,000 trajectories go through the official MAST annotator package
+``agentdash`` (PyPI), pointed at the same server through ``OPENAI_BASE_URL`` and used as its
+README shows (``annotator(key).produce_taxonomy(trace)``, one trace after another: it has no
+concurrency of its own). The server answers its prompt in the ``@@`` format it parses.
+agentdash is installed into the running environment if missing; if it cannot be installed or
+run, the reason is printed and the rest of the figures still are.
+
+``--n N`` labels N trajectories instead of 1,000 (for a quick look; the targets are for 1,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotator.labelling.judge import JudgeSettings, LLMLabeller
+from annotator.labelling.llm import JudgeClient
+from annotator.labelling.pricing import Usage, price_for
+from annotator.labelling.runner import run_labeller
+from annotator.models import LabelRun, Step, Trajectory
+from annotator.store import open_db
+from annotator.store.requests import item_counts
+from annotator.store.runs import create_run
+from annotator.store.trajectories import get_trajectory, save_trajectory
+from taxonomy import load_taxonomy
+
+LATENCY = 0.2
+ROOT = Path(__file__).resolve().parents[1]
+AGENTDASH = "agentdash==0.1.0"
+API_KEY = "sk-bench-not-a-key"
+
+
+@dataclass
+class Timing:
+    """One labelling pass: wall and CPU seconds, requests sent and answered from the cache."""
+
+    wall: float
+    cpu: float
+    sent: int
+    cached: int
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    """The test server in a child process (so that it does not share this interpreter's GIL)."""
+    code = (
+        "import sys; from tests.openai_server import FakeOpenAI\n"
+        f"with FakeOpenAI(latency={latency}) as s:\n"
+        "    print(s.base_url, flush=True); sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    return proc, proc.stdout.readline().strip()
+
+
+def seed(db, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        tid = f"bench-{i:04d}"
+        contents = [f"Task {i}: add {i} and {i + 1}.", f"I compute {i} + {i + 1}.", "LOOP: I compute it again.",
+                    f"The answer is {2 * i + 1}.", "TERMINATE"]
+        steps = [Step(index=k, agent="user" if k == 0 else "solver", content=c) for k, c in enumerate(contents)]
+        save_trajectory(db, Trajectory(id=tid, source_format="bench", task=contents[0], steps=steps,
+                                       content_hash=tid))
+        ids.append(tid)
+    return ids
+
+
+async def label(db, base_url: str, ids: list[str], model: str, concurrency: int) -> Timing:
+    tax = load_taxonomy()
+    client = JudgeClient(base_url=base_url, api_key=API_KEY, timeout=30, max_attempts=3, concurrency=concurrency)
+    usage = Usage()
+    labeller = LLMLabeller(db, client, JudgeSettings(models=[model], base_url=base_url), tax,
+                           prices={model: price_for(model)}, usage=usage, endpoint_host="127.0.0.1")
+    run = create_run(db, LabelRun(kind="llm", model=model))
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    run = await run_labeller(db, labeller, tax, run, ids, concurrency=concurrency, usage=usage)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    await client.close()
+    counts = item_counts(db, run.id)
+    if counts["done"] != len(ids):
+        raise SystemExit(f"run labelled {counts['done']} of {len(ids)}: {counts}")
+    return Timing(wall, cpu, labeller.sent, labeller.cached)
+
+
+def agentdash_run(db, base_url: str, ids: list[str]) -> tuple[float | None, str]:
+    """agentdash's wall time over ``ids`` and how many modes it read, or None and why it could not run."""
+    if importlib.util.find_spec("agentdash") is None:
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", AGENTDASH],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, f"pip install {AGENTDASH} failed: {done.stderr.strip().splitlines()[-1:]}"
+    os.environ["OPENAI_BASE_URL"] = base_url  # read by the OpenAI() client agentdash constructs
+    logging.getLogger("agentdash").setLevel(logging.ERROR)
+    try:
+        from agentdash import annotator
+
+        judge = annotator(API_KEY, model="bench-agentdash")
+        traces = ["\n".join(f"{s.agent}: {s.content}" for s in get_trajectory(db, tid).steps) for tid in ids]
+        start = time.perf_counter()
+        results = [judge.produce_taxonomy(trace) for trace in traces]
+        wall = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001 - any failure of the foreign package is reported, not hidden
+        return None, f"agentdash failed: {type(exc).__name__}: {exc}"
+    found = sum(r["failure_modes"].get("1.3", 0) for r in results)
+    return wall, f"{len(results)} traces annotated, FM-1.3 read as present in {found}"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="trajectories (default 1,000)")
+    n = parser.parse_args(argv).n
+    server, base_url = start_server(LATENCY)
+    bare, bare_url = start_server(0.0)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = open_db(Path(tmp) / "bench.db")
+            ids = seed(db, n)
+            print(f"{n:,} trajectories, one request each, server latency {LATENCY * 1000:.0f} ms (own process)")
+            print(f"{'run':<28} {'wall s':>8} {'req/s':>8} {'ideal s':>8} {'x ideal':>8} {'CPU ms/req':>11}")
+            runs: dict[int, Timing] = {}
+            for c in (64, 16, 1):
+                t = runs[c] = asyncio.run(label(db, base_url, ids, f"bench-c{c}", c))
+                ideal = n * LATENCY / c
+                print(f"{f'concurrency {c}':<28} {t.wall:>8.2f} {t.sent / t.wall:>8.1f} {ideal:>8.2f}"
+                      f" {t.wall / ideal:>8.2f} {t.cpu / t.sent * 1000:>11.2f}")
+            bare1 = asyncio.run(label(db, bare_url, ids, "bench-bare", 1))
+            print(f"{'concurrency 1, no latency':<28} {bare1.wall:>8.2f} {bare1.sent / bare1.wall:>8.1f} {'':>8}"
+                  f" {'':>8} {bare1.cpu / bare1.sent * 1000:>11.2f}")
+            cached = asyncio.run(label(db, base_url, ids, "bench-c64", 64))
+            print(f"{'fully cached re-run':<28} {cached.wall:>8.2f} {'':>8} {'':>8} {'':>8}"
+                  f" {'':>11}   ({cached.cached:,} cached, {cached.sent} sent)")
+            ad_wall, ad_note = agentdash_run(db, base_url, ids)
+            if ad_wall is not None:
+                print(f"{'agentdash ' + AGENTDASH.split('==')[1]:<28} {ad_wall:>8.2f} {n / ad_wall:>8.1f}"
+                      f" {n * LATENCY:>8.2f} {ad_wall / (n * LATENCY):>8.2f}   ({ad_note})")
+            db.close()
+        c1, c64 = runs[1], runs[64]
+        overhead_wall = (c1.wall / c1.sent - LATENCY) * 1000
+        ideal64 = n * LATENCY / 64
+        print()
+        print(f"concurrency 64 vs ideal {ideal64:.2f} s: {c64.wall / ideal64:.2f}x   target <= 1.5x")
+        print(f"runner overhead per request: {c64.cpu / c64.sent * 1000:.2f} ms CPU at concurrency 64;"
+              f" {bare1.wall / bare1.sent * 1000:.2f} ms round trip with no latency;"
+              f" {overhead_wall:.2f} ms beyond the 200 ms at concurrency 1   target <= 5 ms")
+        print(f"fully cached re-run of {n:,}: {cached.wall:.2f} s   target <= 2 s")
+        if ad_wall is None:
+            print(f"agentdash: not measured: {ad_note}")
+        else:
+            print(f"speed-up over agentdash on the same {n:,}: {ad_wall / c64.wall:.1f}x at concurrency 64,"
+                  f" {ad_wall / runs[16].wall:.1f}x at the default 16, {ad_wall / c1.wall:.2f}x at 1"
+                  f"   target >= 30x")
+    finally:
+        for proc in (server, bare):
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
