@@ -1,0 +1,173 @@
+"""Agreement statistics between label sources, per mode and pooled over (trajectory × mode) cells.
+
+Point estimates come from the libraries: Cohen's κ from ``sklearn.metrics.cohen_kappa_score``,
+Fleiss' κ from ``statsmodels.stats.inter_rater.fleiss_kappa`` (units × raters, via
+``aggregate_raters``), precision/recall/F1 from ``precision_recall_fscore_support``;
+Krippendorff's α from :mod:`annotator.report.alpha`. Every one of them is also a function of a
+few sums over trajectories (2×2 cell counts, per-unit agreement, coincidences), which is how
+the seeded cluster bootstrap computes thousands of replicates as matrix products; the tests
+check the sum formulas against the libraries on the same data.
+
+Rare modes make κ and α meaningless (the kappa paradox: 98% agreement with κ ≈ 0), so a mode
+with fewer than ``MIN_POSITIVES`` trajectories marked present by any source is reported with
+prevalence, observed, positive and negative agreement, and "not estimable" for κ and α.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from annotator.report.alpha import alpha_from_coincidences, coincidences, krippendorff_alpha_nominal
+from annotator.report.bootstrap import ratio
+
+MIN_POSITIVES = 10
+POOLED = "all modes (pooled)"
+
+
+@dataclass
+class Pair:
+    """Two sources' cells: ``a`` both present, ``b`` only the first, ``c`` only the second, ``d`` neither.
+
+    Each is a bool (n, K) matrix over the rows where both sources decided the cell.
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
+
+    @classmethod
+    def of(cls, p1: np.ndarray, k1: np.ndarray, p2: np.ndarray, k2: np.ndarray) -> Pair:
+        both = k1 & k2
+        return cls(p1 & p2 & both, p1 & ~p2 & both, ~p1 & p2 & both, ~p1 & ~p2 & both)
+
+    def per_row(self) -> np.ndarray:
+        """Per-trajectory terms: a, b, c, d per mode, then pooled over modes: (n, 4 (K + 1))."""
+        cells = [self.a, self.b, self.c, self.d]
+        per_mode = np.concatenate([x.astype(np.float32) for x in cells], axis=1)
+        pooled = np.column_stack([x.sum(axis=1) for x in cells]).astype(np.float32)
+        return np.concatenate([per_mode, pooled], axis=1)
+
+
+def split_counts(sums: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """(a, b, c, d) each (..., K + 1) from sums laid out as :meth:`Pair.per_row`."""
+    a, b, c, d = (sums[..., i * k:(i + 1) * k] for i in range(4))
+    pooled = sums[..., 4 * k:4 * k + 4]
+    return tuple(np.concatenate([x, pooled[..., i:i + 1]], axis=-1) for i, x in enumerate((a, b, c, d)))
+
+
+def kappa_from_counts(a, b, c, d) -> np.ndarray:
+    """Cohen's κ of a 2×2 table (vectorised); NaN where chance agreement is 1."""
+    n = a + b + c + d
+    po = ratio(a + d, n)
+    pe = ratio((a + b) * (a + c) + (c + d) * (b + d), n * n)
+    with np.errstate(all="ignore"):
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+def agreement_from_counts(a, b, c, d) -> dict[str, np.ndarray]:
+    """Observed, positive and negative agreement, PABAK, precision/recall (of the 2nd vs the 1st)."""
+    n = a + b + c + d
+    po = ratio(a + d, n)
+    return {
+        "n": n, "po": po, "pa": ratio(2 * a, 2 * a + b + c), "na": ratio(2 * d, 2 * d + b + c),
+        "pabak": 2 * po - 1, "kappa": kappa_from_counts(a, b, c, d),
+        "precision": ratio(a, a + c), "recall": ratio(a, a + b),
+    }
+
+
+def cohen(y1: np.ndarray, y2: np.ndarray) -> float:
+    """sklearn's Cohen's κ; NaN when it is undefined (both raters constant and equal)."""
+    if len(y1) == 0:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(cohen_kappa_score(y1, y2))
+
+
+def reference_scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float, float]:
+    """Precision, recall and F1 of ``y_pred`` against ``y_true`` (NaN where undefined)."""
+    if len(y_true) == 0:
+        return float("nan"), float("nan"), float("nan")
+    p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average="binary", zero_division=np.nan)
+    return float(p), float(r), float(f)
+
+
+@dataclass
+class Raters:
+    """Three or more sources on the same cells: per unit, how many said present and decided."""
+
+    ones: np.ndarray  # (n, K) sources saying present
+    decided: np.ndarray  # (n, K) sources that decided the cell
+    m: int  # number of sources
+
+    def complete(self) -> np.ndarray:
+        return self.decided == self.m
+
+    def fleiss_terms(self) -> np.ndarray:
+        """Per-row terms over complete units: unit count, sum P_i, sum of ones; per mode then pooled."""
+        full = self.complete()
+        m = self.m
+        zeros = self.decided - self.ones
+        p_i = np.where(full, (self.ones**2 + zeros**2 - m) / (m * (m - 1)), 0.0)
+        ones = np.where(full, self.ones, 0)
+        cols = [full.astype(np.float32), p_i.astype(np.float32), ones.astype(np.float32)]
+        per_mode = np.concatenate(cols, axis=1)
+        pooled = np.column_stack([x.sum(axis=1) for x in cols])
+        return np.concatenate([per_mode, pooled], axis=1).astype(np.float32)
+
+    def alpha_terms(self) -> np.ndarray:
+        """Per-row coincidence terms o_11, o_00, o_10: per mode then pooled (missing allowed)."""
+        zeros = self.decided - self.ones
+        with np.errstate(all="ignore"):
+            scale = np.where(self.decided >= 2, 1.0 / np.maximum(self.decided - 1, 1), 0.0)
+        cols = [self.ones * (self.ones - 1) * scale, zeros * (zeros - 1) * scale, self.ones * zeros * scale]
+        per_mode = np.concatenate(cols, axis=1)
+        pooled = np.column_stack([x.sum(axis=1) for x in cols])
+        return np.concatenate([per_mode, pooled], axis=1).astype(np.float32)
+
+
+def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
+    """Fleiss' κ per mode and pooled from summed :meth:`Raters.fleiss_terms` (vectorised)."""
+    units = np.concatenate([sums[..., :k], sums[..., 3 * k:3 * k + 1]], axis=-1)
+    p_sum = np.concatenate([sums[..., k:2 * k], sums[..., 3 * k + 1:3 * k + 2]], axis=-1)
+    ones = np.concatenate([sums[..., 2 * k:3 * k], sums[..., 3 * k + 2:3 * k + 3]], axis=-1)
+    p_bar = ratio(p_sum, units)
+    p1 = ratio(ones, units * m)
+    pe = p1**2 + (1 - p1) ** 2
+    with np.errstate(all="ignore"):
+        return np.where(pe < 1, (p_bar - pe) / (1 - pe), np.nan)
+
+
+def alpha_from_terms(sums: np.ndarray, k: int) -> np.ndarray:
+    """Krippendorff's α per mode and pooled from summed :meth:`Raters.alpha_terms`."""
+    parts = [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 3 * k + i:3 * k + i + 1]], axis=-1)
+             for i in range(3)]
+    return alpha_from_coincidences(*parts)
+
+
+def fleiss(ones: np.ndarray, m: int) -> float:
+    """statsmodels' Fleiss κ of complete binary units (``ones`` = raters saying present per unit)."""
+    if len(ones) == 0:
+        return float("nan")
+    data = (np.arange(m)[None, :] < ones[:, None]).astype(int)  # units × raters, same counts
+    table, _ = aggregate_raters(data, n_cat=2)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(fleiss_kappa(table, method="fleiss"))
+
+
+def alpha(values: np.ndarray) -> float:
+    """Krippendorff's α (nominal) of a units × sources matrix of 1/0/NaN."""
+    return krippendorff_alpha_nominal(values.T, n_coders=values.shape[1])
+
+
+def onset_differences(o1: np.ndarray, o2: np.ndarray, both: np.ndarray) -> np.ndarray:
+    """|onset1 - onset2| over cells both sources marked present with an onset; NaN elsewhere."""
+    ok = both & ~np.isnan(o1) & ~np.isnan(o2)
+    return np.where(ok, np.abs(o1 - o2), np.nan)
