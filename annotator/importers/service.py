@@ -15,12 +15,13 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, ImportFailure
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportedRecord, ImportOptions, registry
 from annotator.importers.detect import detect, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
+from annotator.store.label_merge import new_or_changed
 from annotator.store.labels import add_labels
-from annotator.store.trajectories import save_trajectory
+from annotator.store.trajectories import existing_hashes, save_trajectory
 
 #: Files never taken from a folder walk: documentation and licences beside the data.
 _SKIP_NAMES = {"sources.md", "readme.md", "license", "license.md", "license.txt", "notice"}
@@ -103,6 +104,9 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         result.format = importer.name
         with write(db):
             for rec in importer.read(path, opts):
+                if rec.stub:
+                    _merge_stub(db, rec, result)
+                    continue
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
@@ -122,6 +126,16 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     return result
+
+
+def _merge_stub(db: Database, rec: ImportedRecord, result: FileResult) -> None:
+    """Save a placeholder trajectory only if its id is new; add those of its labels not already current."""
+    status = "unchanged" if existing_hashes(db, [rec.trajectory.id]) else save_trajectory(db, rec.trajectory)
+    result.trajectory_ids.append(rec.trajectory.id)
+    setattr(result, status, getattr(result, status) + 1)
+    labels = new_or_changed(db, rec.labels)
+    add_labels(db, labels)
+    result.labels += len(labels)
 
 
 def import_paths(

@@ -26,6 +26,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
 from annotator.store import bulk
+from annotator.store.labels import annotators
 from annotator.store.runs import get_run
 
 SourceKind = Literal["human", "run", "imported", "consensus"]
@@ -68,7 +69,9 @@ def resolve(db: Database, name: str) -> Source:
     profile = bulk.annotator_profile(db, name)
     labelled = sum(v for k, v in profile.items() if k != "review_states")
     if not labelled and not profile["review_states"]:
-        raise NotFound(f"no labels by {name!r} (see `mast agreement --help` for source names)")
+        known = annotators(db)
+        listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
+        raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
     if profile["review_states"]:
         return Source(name, "human", detail="trajectories marked done")
     if name.startswith("run:"):
