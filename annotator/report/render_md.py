@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from annotator.render import inert
 from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines
 from annotator.report.tables import Document
 
@@ -16,7 +17,7 @@ _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
 
 def escape(text: str) -> str:
     """Text safe inside a Markdown table cell."""
-    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+", " ", inert(text)).strip()
     return _SPECIAL.sub(r"\\\1", text.replace("&", "&amp;")).replace("\\<", "&lt;").replace("\\>", "&gt;")
 
 
