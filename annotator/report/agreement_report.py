@@ -45,20 +45,22 @@ def _ci(reps: np.ndarray | None, col: int) -> tuple:
     return num(lo[0]), num(hi[0])
 
 
-def pair_tables(frame: Frame, pairs: list[tuple[str, str]], replicates: int, seed: int) -> list[dict]:
+def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
+    l1, l2 = frame.labels[s1], frame.labels[s2]
+    return ag.Pair.of(l1.present, l1.known, l2.present, l2.known).per_row()
+
+
+def pair_tables(frame: Frame, pairs: list[tuple[str, str]], replicated: dict) -> list[dict]:
     """Per pair and mode (and pooled): n, prevalence, p_o, PA, NA, PABAK, κ with bootstrap CI."""
     k = len(frame.mode_ids)
     out = []
     for s1, s2 in pairs:
         l1, l2 = frame.labels[s1], frame.labels[s2]
-        pair = ag.Pair.of(l1.present, l1.known, l2.present, l2.known)
-        terms = pair.per_row()
-        point = ag.agreement_from_counts(*ag.split_counts(terms.sum(axis=0, dtype=np.float64), k))
+        point = ag.agreement_from_counts(*ag.split_counts(pair_terms(frame, s1, s2).sum(axis=0, dtype=np.float64), k))
         reps = None
         undefined = np.zeros(k + 1, dtype=int)
-        if replicates:
-            counts = ag.split_counts(bootstrap.sums(terms, replicates, seed), k)
-            reps = ag.kappa_from_counts(*counts)
+        if ("pair", s1, s2) in replicated:
+            reps = ag.kappa_from_counts(*ag.split_counts(replicated[("pair", s1, s2)], k))
             undefined = np.isnan(reps).sum(axis=0)
         positives = _positives(frame, [s1, s2])
         both = l1.known & l2.known
@@ -79,22 +81,27 @@ def pair_tables(frame: Frame, pairs: list[tuple[str, str]], replicates: int, see
                 "prevalence": num(prevalence), "p_o": num(point["po"][j]), "pa": num(point["pa"][j]),
                 "na": num(point["na"][j]), "pabak": num(point["pabak"][j]),
                 "kappa": num(kappa) if estimable else None, "kappa_ci_low": lo, "kappa_ci_high": hi,
-                "estimable": estimable, "boot_undefined": int(undefined[j]) if replicates else None,
+                "estimable": estimable, "boot_undefined": int(undefined[j]) if reps is not None else None,
             })
     return out
 
 
-def multi_table(frame: Frame, names: list[str], replicates: int, seed: int, pairs: list[dict]) -> list[dict]:
-    """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, Fleiss' κ, α."""
-    k, m = len(frame.mode_ids), len(names)
+def raters_of(frame: Frame, names: list[str]) -> ag.Raters:
     ones = sum(frame.labels[s].present.astype(np.int16) for s in names)
     decided = sum(frame.labels[s].known.astype(np.int16) for s in names)
-    raters = ag.Raters(ones=ones, decided=decided, m=m)
+    return ag.Raters(ones=ones, decided=decided, m=len(names))
+
+
+def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[dict]) -> list[dict]:
+    """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, Fleiss' κ, α."""
+    k, m = len(frame.mode_ids), len(names)
+    raters = raters_of(frame, names)
+    ones, decided = raters.ones, raters.decided
     positives = _positives(frame, names)
     f_reps = a_reps = None
-    if m >= 3 and replicates:
-        f_reps = ag.fleiss_from_terms(bootstrap.sums(raters.fleiss_terms(), replicates, seed), k, m)
-        a_reps = ag.alpha_from_terms(bootstrap.sums(raters.alpha_terms(), replicates, seed), k)
+    if "fleiss" in replicated:
+        f_reps = ag.fleiss_from_terms(replicated["fleiss"], k, m)
+        a_reps = ag.alpha_from_terms(replicated["alpha"], k)
     full = raters.complete()
     out = []
     for j, label in enumerate(_labels(frame)):
@@ -135,19 +142,19 @@ def _pooled(rows: list[dict], key: str) -> float | None:
     return num(np.mean(values)) if values else None
 
 
-def reference_table(frame: Frame, reference: str, others: list[str], replicates: int, seed: int) -> list[dict]:
-    """Each source against the reference: support, precision, recall, F1, κ with bootstrap CIs."""
+def reference_table(frame: Frame, reference: str, others: list[str], replicated: dict) -> list[dict]:
+    """Each source against the reference: support, precision, recall, F1, κ with bootstrap CIs.
+
+    Uses the replicated cell counts of the pair (reference, source); the reference comes first.
+    """
     k = len(frame.mode_ids)
     out = []
     ref = frame.labels[reference]
     for s in others:
         lab = frame.labels[s]
-        pair = ag.Pair.of(ref.present, ref.known, lab.present, lab.known)
-        terms = pair.per_row()
         reps = None
-        if replicates:
-            sums = ag.split_counts(bootstrap.sums(terms, replicates, seed), k)
-            stats = ag.agreement_from_counts(*sums)
+        if ("pair", reference, s) in replicated:
+            stats = ag.agreement_from_counts(*ag.split_counts(replicated[("pair", reference, s)], k))
             reps = {"f1": stats["pa"], "kappa": stats["kappa"]}
         positives = _positives(frame, [reference, s])
         both = ref.known & lab.known
@@ -168,13 +175,24 @@ def reference_table(frame: Frame, reference: str, others: list[str], replicates:
     return out
 
 
-def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int, replicates: int,
-                 seed: int) -> tuple[list[dict], list[dict]]:
+def onset_diff(frame: Frame, s1: str, s2: str) -> np.ndarray:
+    l1, l2 = frame.labels[s1], frame.labels[s2]
+    return ag.onset_differences(l1.onset, l2.onset, l1.present & l2.present)
+
+
+def onset_terms(diff: np.ndarray) -> np.ndarray:
+    """Per trajectory: cells with both onsets, and how many of them agree within each tolerance."""
+    has = ~np.isnan(diff)
+    filled = np.where(has, diff, np.inf)
+    return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
+
+
+def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
+                 replicated: dict) -> tuple[list[dict], list[dict]]:
     """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k."""
     per_mode, curve = [], []
     for s1, s2 in pairs:
-        l1, l2 = frame.labels[s1], frame.labels[s2]
-        diff = ag.onset_differences(l1.onset, l2.onset, l1.present & l2.present)
+        diff = onset_diff(frame, s1, s2)
         has = ~np.isnan(diff)
         for j, mode in enumerate(frame.mode_ids):
             d = diff[has[:, j], j]
@@ -186,8 +204,7 @@ def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int, rep
                 "median_abs_diff": num(np.median(d)) if len(d) else None,
             })
         filled = np.where(has, diff, np.inf)
-        terms = np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
-        reps = bootstrap.sums(terms, replicates, seed) if replicates and has.any() else None
+        reps = replicated.get(("onset", s1, s2)) if has.any() else None
         for i, t in enumerate(ONSET_TOLERANCES):
             total = has.sum()
             lo = hi = None
@@ -211,20 +228,29 @@ def build_agreement(
 ) -> Document:
     """Agreement between two or more label sources over the trajectories all of them finished."""
     sources = list(dict.fromkeys(sources))
-    if reference is not None and reference not in sources:
-        sources = [reference, *sources]
+    if reference is not None:  # first, so every pair (reference, other) is oriented that way
+        sources = [reference, *(s for s in sources if s != reference)]
     if len(sources) < 2:
         raise ReportError("agreement needs at least two label sources (--source a --source b)")
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
-    pair_recs = pair_tables(frame, pairs, replicates, seed)
+    plan = bootstrap.Plan()
+    for s1, s2 in pairs:
+        plan.add(("pair", s1, s2), pair_terms(frame, s1, s2))
+        plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
+    if len(sources) >= 3:
+        raters = raters_of(frame, sources)
+        plan.add("fleiss", raters.fleiss_terms())
+        plan.add("alpha", raters.alpha_terms())
+    replicated = plan.run(replicates, seed)
+    pair_recs = pair_tables(frame, pairs, replicated)
     sections = [
         Section("Agreement per mode", [
             Table("agreement", "All sources: observed (p_o), positive (PA) and negative (NA) agreement, κ, α",
                   ["mode", "units", "positives", "prevalence", "p_o", "pa", "na", "mean_pairwise_kappa",
                    "fleiss_kappa", "fleiss_ci_low", "fleiss_ci_high", "alpha", "alpha_ci_low", "alpha_ci_high",
                    "estimable"],
-                  multi_table(frame, sources, replicates, seed, pair_recs),
+                  multi_table(frame, sources, replicated, pair_recs),
                   ["pa, na: mean over pairs of sources.",
                    f"κ and α are 'not estimable' (blank) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
                    " marked present by any source.",
@@ -242,10 +268,10 @@ def build_agreement(
             Table("reference", f"Each source against {reference}: precision, recall, F1, κ",
                   ["source", "mode", "n", "support", "predicted", "precision", "recall", "f1", "f1_ci_low",
                    "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
-                  reference_table(frame, reference, others, replicates, seed),
+                  reference_table(frame, reference, others, replicated),
                   ["The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
-    per_mode, curve = onset_tables(frame, pairs, tolerance, replicates, seed)
+    per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
               ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],

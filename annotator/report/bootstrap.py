@@ -4,7 +4,9 @@ All modes and all sources of a trajectory move together (the trajectory is the c
 A replicate is a vector of resample counts w (how often each trajectory was drawn); every
 statistic in the reports is a ratio of sums over trajectories, so a block of replicates is
 one matrix product ``W @ X``, where the columns of X are the per-trajectory terms. The seed is
-recorded in the report so every interval regenerates exactly.
+recorded in the report so every interval regenerates exactly. All statistics of one report
+share the same replicates: their columns are gathered first (:class:`Plan`) and resampled
+in one pass.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ def weights(n: int, replicates: int, seed: int) -> Iterator[np.ndarray]:
     done = 0
     while done < replicates:
         b = min(CHUNK, replicates - done)
-        draws = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-        yield np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float32)
+        draws = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
+        block = np.empty((b, n), dtype=np.float32)
+        for i in range(b):
+            block[i] = np.bincount(draws[i], minlength=n)
+        yield block
         done += b
 
 
@@ -35,6 +40,25 @@ def sums(columns: np.ndarray, replicates: int, seed: int) -> np.ndarray:
     if n == 0 or replicates <= 0:
         return np.zeros((0, x.shape[1]))
     return np.vstack([(w @ x).astype(np.float64) for w in weights(n, replicates, seed)])
+
+
+class Plan:
+    """Columns of several statistics, resampled together in one pass with the same replicates."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[object, np.ndarray] = {}
+
+    def add(self, key: object, columns: np.ndarray) -> None:
+        self._blocks[key] = np.asarray(columns, dtype=np.float32).reshape(len(columns), -1)
+
+    def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
+        """Replicated column sums per key: (replicates, that block's columns)."""
+        if not self._blocks or replicates <= 0:
+            return {}
+        keys = list(self._blocks)
+        total = sums(np.hstack([self._blocks[k] for k in keys]), replicates, seed)
+        edges = np.cumsum([0] + [self._blocks[k].shape[1] for k in keys])
+        return {k: total[:, edges[i]:edges[i + 1]] for i, k in enumerate(keys)}
 
 
 def interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -62,28 +62,34 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
 
 def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: int | None) -> Table:
     """Modes present in each trajectory with their onsets."""
-    counts = present.sum(axis=1)
-    shown = range(frame.n if limit is None else min(limit, frame.n))
+    shown = frame.n if limit is None else min(limit, frame.n)
+    counts = present[:shown].sum(axis=1)
+    rows, cols = np.nonzero(present[:shown])
+    steps = onset[rows, cols]
+    ids = frame.mode_ids
+    tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
+                                                                            strict=True)]
+    ends = np.cumsum(counts).tolist()
     outcome = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
-    records = []
-    for i in shown:
-        cols = np.flatnonzero(present[i])
+    records, start = [], 0
+    for i in range(shown):
         records.append({
             "trajectory": str(frame.ids[i]), "title": frame.titles[i], "system": frame.groups["system"][i],
-            "model": frame.groups["model"][i], "outcome": outcome[int(frame.failed[i])],
-            "modes": int(counts[i]),
-            "present": " ".join(
-                frame.mode_ids[j] + ("" if np.isnan(onset[i, j]) else f"@{int(onset[i, j])}") for j in cols
-            ),
+            "model": frame.groups["model"][i], "outcome": outcome[int(frame.failed[i])], "modes": int(counts[i]),
+            "present": " ".join(tokens[start:ends[i]]),
         })
+        start = ends[i]
     return Table("trajectories", "Modes per trajectory (mode@onset step)",
                  ["trajectory", "title", "system", "model", "outcome", "modes", "present"], records,
                  total_rows=frame.n)
 
 
-def _mean_modes_interval(counts: np.ndarray, failed: np.ndarray, replicates: int, seed: int) -> dict:
+def _mean_modes_columns(counts: np.ndarray, failed: np.ndarray) -> np.ndarray:
     f, s = failed == FAILED, failed == SUCCEEDED
-    sums = bootstrap.sums(np.column_stack([counts * f, f, counts * s, s]), replicates, seed)
+    return np.column_stack([counts * f, f, counts * s, s])
+
+
+def _mean_modes_interval(sums: np.ndarray) -> dict:
     lo, hi, _ = bootstrap.interval(np.column_stack([bootstrap.ratio(sums[:, 0], sums[:, 1]),
                                                     bootstrap.ratio(sums[:, 2], sums[:, 3])]))
     return {"mean_modes_failed_boot_low": num(lo[0]), "mean_modes_failed_boot_high": num(hi[0]),
@@ -112,6 +118,11 @@ def build_report(
         notes_cells.append(f"{undecided} undecided cells (unreadable verdict, tie or mode not in the set) are"
                            " left out of their mode's denominator and count as absent in modes per trajectory")
 
+    plan = bootstrap.Plan()
+    plan.add("gap", predictors.gap_columns(present, known, frame.failed))
+    plan.add("mean_modes", _mean_modes_columns(counts, frame.failed))
+    replicated = plan.run(replicates, seed)
+
     sections = [Section("Per trajectory", [per_trajectory(frame, present, lab.onset, row_limit)])]
 
     prev_tables = [Table("prevalence", "Prevalence per mode and category (share of trajectories, Wilson 95% CI)",
@@ -126,7 +137,7 @@ def build_report(
                              prevalence.distribution(counts, frame.failed, k)))
     means = prevalence.mean_modes(counts, frame.failed)
     if replicates:
-        means[0].update(_mean_modes_interval(counts, frame.failed, replicates, seed))
+        means[0].update(_mean_modes_interval(replicated["mean_modes"]))
     mean_cols = ["trajectories", "mean_modes", "failed", "mean_modes_failed", "succeeded", "mean_modes_succeeded"]
     prev_tables.append(Table("mean_modes", "Mean distinct modes per failed and per successful trajectory",
                              mean_cols + (["mean_modes_failed_boot_low", "mean_modes_failed_boot_high"]
@@ -139,7 +150,7 @@ def build_report(
                             ["Prevalence is the share of trajectories showing a mode, not the MAST paper's"
                              " share of all flagged failure instances."]))
 
-    gaps = predictors.gap_records(frame, present, known, replicates, seed)
+    gaps = predictors.gap_records(frame, present, known, replicated.get("gap"))
     top = predictors.strongest(gaps)
     gap_cols = ["rank", "mode", "failed_n", "prevalence_failed", "succeeded_n", "prevalence_succeeded", "gap_pp",
                 "gap_ci_low_pp", "gap_ci_high_pp"] + (["gap_boot_low_pp", "gap_boot_high_pp"] if replicates else [])

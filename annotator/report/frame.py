@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -57,7 +58,7 @@ class Frame:
     excluded: Counter = field(default_factory=Counter)
     n_total: int = 0
 
-    @property
+    @cached_property
     def mode_ids(self) -> tuple[str, ...]:
         return self.taxonomy.mode_ids
 

@@ -46,12 +46,12 @@ def _counts(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> dict[
     return {"nf": f.sum(0), "cf": (present & f).sum(0), "ns": s.sum(0), "cs": (present & s).sum(0)}
 
 
-def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray, replicates: int = 0,
-                seed: int = 0) -> list[dict]:
+def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray,
+                replicated: np.ndarray | None = None) -> list[dict]:
     """Per mode: prevalence among failed and successful trajectories and the gap, ranked by gap.
 
-    The gap's 95% interval is Newcombe's (hybrid score); with ``replicates`` a cluster
-    bootstrap interval over trajectories is added.
+    The gap's 95% interval is Newcombe's (hybrid score); given the bootstrap sums of
+    :func:`gap_columns`, a cluster bootstrap interval over trajectories is added.
     """
     c = _counts(present, known, frame.failed)
     pf, ps = bootstrap.ratio(c["cf"], c["nf"]), bootstrap.ratio(c["cs"], c["ns"])
@@ -63,8 +63,10 @@ def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray, replicates
     undefined = (c["nf"] == 0) | (c["ns"] == 0)
     lo[undefined] = hi[undefined] = np.nan
     blo = bhi = bundef = None
-    if replicates:
-        reps = gap_replicates(present, known, frame.failed, replicates, seed)
+    if replicated is not None:
+        k = present.shape[1]
+        reps = bootstrap.ratio(replicated[:, :k], replicated[:, k:2 * k]) - bootstrap.ratio(
+            replicated[:, 2 * k:3 * k], replicated[:, 3 * k:])
         blo, bhi, bundef = bootstrap.interval(reps)
     order = sorted(range(len(gap)), key=lambda i: (np.isnan(gap[i]), -np.nan_to_num(gap[i]), frame.mode_ids[i]))
     out = []
@@ -76,21 +78,19 @@ def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray, replicates
             "succeeded_n": int(c["ns"][i]), "succeeded_with": int(c["cs"][i]), "prevalence_succeeded": num(ps[i]),
             "gap_pp": num(gap[i] * 100), "gap_ci_low_pp": num(lo[i] * 100), "gap_ci_high_pp": num(hi[i] * 100),
         }
-        if replicates:
+        if replicated is not None:
             rec.update({"gap_boot_low_pp": num(blo[i] * 100), "gap_boot_high_pp": num(bhi[i] * 100),
                         "boot_undefined": int(bundef[i])})
         out.append(rec)
     return out
 
 
-def gap_replicates(present: np.ndarray, known: np.ndarray, failed: np.ndarray, replicates: int,
-                   seed: int) -> np.ndarray:
-    """Bootstrap replicates (replicates, K) of the failed-minus-successful gap."""
+def gap_columns(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """Per-trajectory terms of the gap, for the bootstrap: present & failed, failed, and the same
+    for succeeded, per mode."""
     f = (failed == FAILED)[:, None] & known
     s = (failed == SUCCEEDED)[:, None] & known
-    k = present.shape[1]
-    sums = bootstrap.sums(np.hstack([present & f, f, present & s, s]), replicates, seed)
-    return bootstrap.ratio(sums[:, :k], sums[:, k:2 * k]) - bootstrap.ratio(sums[:, 2 * k:3 * k], sums[:, 3 * k:])
+    return np.hstack([present & f, f, present & s, s])
 
 
 def strongest(gaps: list[dict]) -> str | None:

@@ -66,14 +66,12 @@ def resolve(db: Database, name: str) -> Source:
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
         return Source(name, "consensus", members, "majority of " + ", ".join(members))
-    profile = bulk.annotator_profile(db, name)
-    labelled = sum(v for k, v in profile.items() if k != "review_states")
-    if not labelled and not profile["review_states"]:
+    if bulk.has_reviews(db, name):
+        return Source(name, "human", detail="trajectories marked done")
+    if not bulk.has_labels(db, name):
         known = annotators(db)
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
         raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
-    if profile["review_states"]:
-        return Source(name, "human", detail="trajectories marked done")
     if name.startswith("run:"):
         try:
             run = get_run(db, int(name[4:]))
@@ -94,10 +92,6 @@ def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]
     return pos, ids[pos] == arr
 
 
-def _bits(masks: np.ndarray, k: int) -> np.ndarray:
-    return ((masks[:, None] >> np.arange(k, dtype=np.int64)) & 1).astype(bool)
-
-
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...]) -> tuple:
     """present, absent, unknown (n, K) and onset (n, K) of one annotator over ``ids``."""
     n, k = len(ids), len(mode_ids)
@@ -105,19 +99,33 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     absent = np.zeros((n, k), dtype=bool)
     unknown = np.zeros((n, k), dtype=bool)
     onset = np.full((n, k), np.nan)
-    rows = bulk.verdict_masks(db, name, mode_ids)
-    if rows:
-        tids, p, a, u = zip(*rows, strict=True)
-        pos, ok = _rows_for(ids, list(tids))
-        pos = pos[ok]
-        present[pos] = _bits(np.asarray(p, dtype=np.int64)[ok], k)
-        absent[pos] = _bits(np.asarray(a, dtype=np.int64)[ok], k)
-        unknown[pos] = _bits(np.asarray(u, dtype=np.int64)[ok], k)
-    onsets = bulk.present_onsets(db, name, mode_ids)
-    if onsets:
-        tids, midx, steps = zip(*onsets, strict=True)
-        pos, ok = _rows_for(ids, list(tids))
-        onset[pos[ok], np.asarray(midx)[ok]] = np.asarray(steps, dtype=float)[ok]
+    rows = bulk.verdict_rows(db, name, mode_ids)
+    if not rows:
+        return present, absent, unknown, onset
+    tids, total, n_absent, codes = zip(*rows, strict=True)
+    pos, ok = _rows_for(ids, list(tids))
+    total, n_absent = np.asarray(total), np.asarray(n_absent)
+    text = ",".join(c for c in codes if c)
+    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+    row_of = np.repeat(np.arange(len(rows)), total - n_absent)
+    keep = ok[row_of]
+    r, code, step = pos[row_of[keep]], pairs[keep, 0], pairs[keep, 1]
+    mode, is_present = code >> 1, (code & 1) == 1
+    present[r[is_present], mode[is_present]] = True
+    unknown[r[~is_present], mode[~is_present]] = True
+    timed = is_present & (step >= 0)
+    onset[r[timed], mode[timed]] = step[timed]
+    complete = ok & (total == k)
+    absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
+    partial = ok & (total < k) & (n_absent > 0)
+    if partial.any():
+        cells = bulk.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        index = {m: j for j, m in enumerate(mode_ids)}
+        cells = [(t, index[m]) for t, m in cells if m in index]
+        if cells:
+            ctids, cmodes = zip(*cells, strict=True)
+            cpos, cok = _rows_for(ids, list(ctids))
+            absent[cpos[cok], np.asarray(cmodes)[cok]] = True
     return present, absent, unknown, onset
 
 

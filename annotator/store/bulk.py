@@ -2,10 +2,9 @@
 
 A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
 Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
-let SQLite fold a trajectory's verdicts into three bit masks (present, absent, unknown; bit i
-is the i-th mode asked for) and return one row per trajectory. Onsets are read only for
-present cells. The bulk insert at the end exists for generating large databases (benchmarks)
-without a Python call per label.
+let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
+not "absent" as a string of integer codes that numpy parses in one call. The bulk inserts at
+the end exist for generating large databases (benchmarks) without a Python call per label.
 """
 
 from __future__ import annotations
@@ -21,18 +20,13 @@ from annotator.models import SCHEMA_VERSION
 from annotator.store.db import write
 from annotator.store.trajectories import TrajectoryFilter, _where
 
-#: Bit masks are SQLite 64-bit integers; one bit per mode.
-MAX_MODES = 62
-
-
-def _modes_cte(mode_ids: Sequence[str]) -> tuple[str, list]:
-    if len(mode_ids) > MAX_MODES:
-        raise ReportError(f"a report handles at most {MAX_MODES} modes, the codebook has {len(mode_ids)}")
-    values = ", ".join("(?, ?)" for _ in mode_ids)
-    params: list = []
-    for i, m in enumerate(mode_ids):
-        params.extend([m, i])
-    return f"WITH m(mode_id, idx) AS (VALUES {values})", params
+def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
+    """A CASE expression giving a mode id's position in ``mode_ids`` (NULL if not there)."""
+    if not mode_ids:
+        raise ReportError("the codebook has no modes")
+    return "CASE s.mode_id " + " ".join("WHEN ? THEN ?" for _ in mode_ids) + " END", [
+        v for i, m in enumerate(mode_ids) for v in (m, i)
+    ]
 
 
 def trajectory_rows(
@@ -58,55 +52,58 @@ def count_trajectories(db: Database) -> int:
     return db.execute("SELECT count(*) FROM trajectories").fetchone()[0]
 
 
-def verdict_masks(db: Database, annotator: str, mode_ids: Sequence[str]) -> list[tuple[str, int, int, int]]:
-    """Per trajectory the annotator has current verdicts for: (id, present, absent, unknown) masks."""
-    cte, params = _modes_cte(mode_ids)
+def verdict_rows(db: Database, annotator: str, mode_ids: Sequence[str]) -> list[tuple[str, int, int, str | None]]:
+    """One row per trajectory the annotator has current verdicts for, folded by SQLite.
+
+    (trajectory id, verdicts on the codebook's modes, how many of them are "absent", codes)
+    where codes lists the other verdicts as comma-separated integer pairs
+    ``2 * mode index + (1 if present else 0), onset step or -1``. Absent verdicts, the bulk of
+    all cells, are only counted: a trajectory with a verdict on every mode needs nothing more,
+    and :func:`absent_cells` names them for the few that lack some.
+    """
+    case, params = _mode_index(mode_ids)
+    marks = ", ".join("?" for _ in mode_ids)
     sql = (
-        f"{cte} SELECT s.trajectory_id,"
-        " sum(CASE l.verdict WHEN 'present' THEN 1 << m.idx ELSE 0 END),"
-        " sum(CASE l.verdict WHEN 'absent' THEN 1 << m.idx ELSE 0 END),"
-        " sum(CASE l.verdict WHEN 'unknown' THEN 1 << m.idx ELSE 0 END)"
-        " FROM label_state s JOIN m ON m.mode_id = s.mode_id JOIN labels l ON l.id = s.label_id"
-        " WHERE s.annotator = ? AND l.verdict IS NOT NULL GROUP BY s.trajectory_id"
+        "SELECT s.trajectory_id, count(*), sum(l.verdict = 'absent'),"
+        f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
+        " || ',' || coalesce(l.onset_step, -1) END)"
+        " FROM label_state s JOIN labels l ON l.id = s.label_id"
+        f" WHERE s.annotator = ? AND l.verdict IS NOT NULL AND s.mode_id IN ({marks})"
+        " GROUP BY s.trajectory_id"
     )
-    return db.execute(sql, [*params, annotator]).fetchall()
+    return db.execute(sql, [*params, annotator, *mode_ids]).fetchall()
 
 
-def present_onsets(db: Database, annotator: str, mode_ids: Sequence[str]) -> list[tuple[str, int, int]]:
-    """(trajectory id, mode index, onset step) of the annotator's present labels that give an onset."""
-    cte, params = _modes_cte(mode_ids)
-    sql = (
-        f"{cte} SELECT s.trajectory_id, m.idx, l.onset_step"
-        " FROM label_state s JOIN m ON m.mode_id = s.mode_id JOIN labels l ON l.id = s.label_id"
-        " WHERE s.annotator = ? AND l.verdict = 'present' AND l.onset_step IS NOT NULL"
-    )
-    return db.execute(sql, [*params, annotator]).fetchall()
+def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(trajectory id, mode id) of the annotator's current "absent" verdicts on these trajectories."""
+    out: list[tuple[str, str]] = []
+    for start in range(0, len(trajectory_ids), 500):
+        chunk = list(trajectory_ids[start : start + 500])
+        out += db.execute(
+            "SELECT s.trajectory_id, s.mode_id FROM label_state s JOIN labels l ON l.id = s.label_id"
+            f" WHERE s.annotator = ? AND l.verdict = 'absent' AND s.trajectory_id IN ({', '.join('?' for _ in chunk)})",
+            [annotator, *chunk],
+        ).fetchall()
+    return out
 
 
 def labels_outside(db: Database, annotator: str, mode_ids: Sequence[str]) -> int:
-    """How many current verdicts of the annotator name a mode the codebook does not have."""
+    """How many current labels of the annotator name a mode the codebook does not have."""
     marks = ", ".join("?" for _ in mode_ids)
     return db.execute(
-        "SELECT count(*) FROM label_state s JOIN labels l ON l.id = s.label_id"
-        f" WHERE s.annotator = ? AND l.verdict IS NOT NULL AND s.mode_id NOT IN ({marks})",
+        f"SELECT count(*) FROM label_state WHERE annotator = ? AND mode_id NOT IN ({marks})",
         [annotator, *mode_ids],
     ).fetchone()[0]
 
 
-def annotator_profile(db: Database, annotator: str) -> dict[str, int]:
-    """How an annotator's current labels came to be: provenance -> count, plus review states."""
-    out = {
-        r[0]: r[1]
-        for r in db.execute(
-            "SELECT l.provenance, count(*) FROM label_state s JOIN labels l ON l.id = s.label_id"
-            " WHERE s.annotator = ? GROUP BY l.provenance",
-            [annotator],
-        )
-    }
-    out["review_states"] = db.execute(
-        "SELECT count(*) FROM review_state WHERE annotator = ?", [annotator]
-    ).fetchone()[0]
-    return out
+def has_labels(db: Database, annotator: str) -> bool:
+    """Whether any label stands under ``annotator``."""
+    return db.execute("SELECT 1 FROM label_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+
+
+def has_reviews(db: Database, annotator: str) -> bool:
+    """Whether ``annotator`` has a review state on any trajectory (a person using the annotator)."""
+    return db.execute("SELECT 1 FROM review_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
 
 
 def review_status_counts(db: Database, annotator: str) -> dict[str, list[str]]:
