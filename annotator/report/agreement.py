@@ -1,8 +1,8 @@
 """Agreement statistics between label sources, per mode and pooled over (trajectory × mode) cells.
 
 Point estimates come from the libraries: Cohen's κ from ``sklearn.metrics.cohen_kappa_score``,
-Fleiss' κ from ``statsmodels.stats.inter_rater.fleiss_kappa`` (units × raters, via
-``aggregate_raters``), precision/recall/F1 from ``precision_recall_fscore_support``;
+Fleiss' κ from ``statsmodels.stats.inter_rater.fleiss_kappa`` (on the units × categories
+count table), precision/recall/F1 from ``precision_recall_fscore_support``;
 Krippendorff's α from :mod:`annotator.report.alpha`. Every one of them is also a function of a
 few sums over trajectories (2×2 cell counts, per-unit agreement, coincidences), which is how
 the seeded cluster bootstrap computes thousands of replicates as matrix products; the tests
@@ -20,13 +20,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotator.report.alpha import alpha_from_coincidences, coincidences, krippendorff_alpha_nominal
 from annotator.report.bootstrap import ratio
 
 MIN_POSITIVES = 10
 POOLED = "all modes (pooled)"
+
+
+def with_pooled(cols: list[np.ndarray]) -> np.ndarray:
+    """Per-row terms laid out as every (n, K) column block side by side, then each block's row sum."""
+    per_mode = np.concatenate([np.asarray(x, dtype=np.float32) for x in cols], axis=1)
+    pooled = np.column_stack([np.asarray(x, dtype=np.float32).sum(axis=1) for x in cols])
+    return np.concatenate([per_mode, pooled], axis=1)
 
 
 @dataclass
@@ -48,10 +55,7 @@ class Pair:
 
     def per_row(self) -> np.ndarray:
         """Per-trajectory terms: a, b, c, d per mode, then pooled over modes: (n, 4 (K + 1))."""
-        cells = [self.a, self.b, self.c, self.d]
-        per_mode = np.concatenate([x.astype(np.float32) for x in cells], axis=1)
-        pooled = np.column_stack([x.sum(axis=1) for x in cells]).astype(np.float32)
-        return np.concatenate([per_mode, pooled], axis=1)
+        return with_pooled([self.a, self.b, self.c, self.d])
 
 
 def split_counts(sums: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
@@ -81,20 +85,31 @@ def agreement_from_counts(a, b, c, d) -> dict[str, np.ndarray]:
     }
 
 
-def cohen(y1: np.ndarray, y2: np.ndarray) -> float:
-    """sklearn's Cohen's κ; NaN when it is undefined (both raters constant and equal)."""
-    if len(y1) == 0:
+#: The four cells of a 2×2 table as (first, second) rating pairs: a, b, c, d.
+_CELLS = (np.array([1, 1, 0, 0]), np.array([1, 0, 1, 0]))
+
+
+def cohen(a: float, b: float, c: float, d: float) -> float:
+    """sklearn's Cohen's κ of the 2×2 table (a both, b first only, c second only, d neither).
+
+    sklearn receives the four cells weighted by their counts: the same confusion matrix as
+    the full label vectors, without validating millions of elements. NaN where undefined.
+    """
+    weights = np.array([a, b, c, d], dtype=float)
+    if weights.sum() == 0:
         return float("nan")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return float(cohen_kappa_score(y1, y2))
+        return float(cohen_kappa_score(*_CELLS, sample_weight=weights))
 
 
-def reference_scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, float, float]:
-    """Precision, recall and F1 of ``y_pred`` against ``y_true`` (NaN where undefined)."""
-    if len(y_true) == 0:
+def reference_scores(a: float, b: float, c: float, d: float) -> tuple[float, float, float]:
+    """sklearn's precision, recall and F1 of the second rater against the first (the reference)."""
+    weights = np.array([a, b, c, d], dtype=float)
+    if weights.sum() == 0:
         return float("nan"), float("nan"), float("nan")
-    p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, average="binary", zero_division=np.nan)
+    p, r, f, _ = precision_recall_fscore_support(*_CELLS, sample_weight=weights, average="binary",
+                                                 zero_division=np.nan)
     return float(p), float(r), float(f)
 
 
@@ -117,19 +132,12 @@ class Raters:
         p_i = np.where(full, (self.ones**2 + zeros**2 - m) / (m * (m - 1)), 0.0)
         ones = np.where(full, self.ones, 0)
         cols = [full.astype(np.float32), p_i.astype(np.float32), ones.astype(np.float32)]
-        per_mode = np.concatenate(cols, axis=1)
-        pooled = np.column_stack([x.sum(axis=1) for x in cols])
-        return np.concatenate([per_mode, pooled], axis=1).astype(np.float32)
+        return with_pooled(cols)
 
     def alpha_terms(self) -> np.ndarray:
         """Per-row coincidence terms o_11, o_00, o_10: per mode then pooled (missing allowed)."""
-        zeros = self.decided - self.ones
-        with np.errstate(all="ignore"):
-            scale = np.where(self.decided >= 2, 1.0 / np.maximum(self.decided - 1, 1), 0.0)
-        cols = [self.ones * (self.ones - 1) * scale, zeros * (zeros - 1) * scale, self.ones * zeros * scale]
-        per_mode = np.concatenate(cols, axis=1)
-        pooled = np.column_stack([x.sum(axis=1) for x in cols])
-        return np.concatenate([per_mode, pooled], axis=1).astype(np.float32)
+        cols = coincidences(self.ones, self.decided - self.ones)
+        return with_pooled(cols)
 
 
 def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
@@ -152,11 +160,14 @@ def alpha_from_terms(sums: np.ndarray, k: int) -> np.ndarray:
 
 
 def fleiss(ones: np.ndarray, m: int) -> float:
-    """statsmodels' Fleiss κ of complete binary units (``ones`` = raters saying present per unit)."""
+    """statsmodels' Fleiss κ of complete binary units (``ones`` = raters saying present per unit).
+
+    The units × categories count table is what ``aggregate_raters`` would build from the
+    units × raters matrix; with two categories it is (m - ones, ones).
+    """
     if len(ones) == 0:
         return float("nan")
-    data = (np.arange(m)[None, :] < ones[:, None]).astype(int)  # units × raters, same counts
-    table, _ = aggregate_raters(data, n_cat=2)
+    table = np.column_stack([m - ones, ones]).astype(int)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(fleiss_kappa(table, method="fleiss"))

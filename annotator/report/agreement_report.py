@@ -50,30 +50,23 @@ def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
     return ag.Pair.of(l1.present, l1.known, l2.present, l2.known).per_row()
 
 
-def pair_tables(frame: Frame, pairs: list[tuple[str, str]], replicated: dict) -> list[dict]:
+def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, replicated: dict) -> list[dict]:
     """Per pair and mode (and pooled): n, prevalence, p_o, PA, NA, PABAK, κ with bootstrap CI."""
     k = len(frame.mode_ids)
     out = []
     for s1, s2 in pairs:
-        l1, l2 = frame.labels[s1], frame.labels[s2]
-        point = ag.agreement_from_counts(*ag.split_counts(pair_terms(frame, s1, s2).sum(axis=0, dtype=np.float64), k))
+        counts = ag.split_counts(totals[("pair", s1, s2)], k)
+        point = ag.agreement_from_counts(*counts)
         reps = None
         undefined = np.zeros(k + 1, dtype=int)
         if ("pair", s1, s2) in replicated:
             reps = ag.kappa_from_counts(*ag.split_counts(replicated[("pair", s1, s2)], k))
             undefined = np.isnan(reps).sum(axis=0)
         positives = _positives(frame, [s1, s2])
-        both = l1.known & l2.known
         for j, label in enumerate(_labels(frame)):
-            if j < k:
-                rows = both[:, j]
-                kappa = ag.cohen(l1.present[rows, j].astype(int), l2.present[rows, j].astype(int))
-                prevalence = (l1.present[rows, j].sum() + l2.present[rows, j].sum()) / (2 * rows.sum()) \
-                    if rows.any() else np.nan
-            else:
-                kappa = ag.cohen(l1.present[both].astype(int), l2.present[both].astype(int))
-                prevalence = (l1.present[both].sum() + l2.present[both].sum()) / (2 * both.sum()) \
-                    if both.any() else np.nan
+            a, b, c, d = (float(x[j]) for x in counts)
+            kappa = ag.cohen(a, b, c, d)
+            prevalence = (2 * a + b + c) / (2 * (a + b + c + d)) if a + b + c + d else np.nan
             estimable = bool(positives[j] >= ag.MIN_POSITIVES)
             lo, hi = _ci(reps, j) if estimable else (None, None)
             out.append({
@@ -142,34 +135,30 @@ def _pooled(rows: list[dict], key: str) -> float | None:
     return num(np.mean(values)) if values else None
 
 
-def reference_table(frame: Frame, reference: str, others: list[str], replicated: dict) -> list[dict]:
+def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, replicated: dict) -> list[dict]:
     """Each source against the reference: support, precision, recall, F1, κ with bootstrap CIs.
 
     Uses the replicated cell counts of the pair (reference, source); the reference comes first.
     """
     k = len(frame.mode_ids)
     out = []
-    ref = frame.labels[reference]
     for s in others:
-        lab = frame.labels[s]
         reps = None
         if ("pair", reference, s) in replicated:
             stats = ag.agreement_from_counts(*ag.split_counts(replicated[("pair", reference, s)], k))
             reps = {"f1": stats["pa"], "kappa": stats["kappa"]}
         positives = _positives(frame, [reference, s])
-        both = ref.known & lab.known
+        counts = ag.split_counts(totals[("pair", reference, s)], k)
         for j, label in enumerate(_labels(frame)):
-            rows = both[:, j] if j < k else both
-            yt = (ref.present[:, j] if j < k else ref.present)[rows].astype(int)
-            yp = (lab.present[:, j] if j < k else lab.present)[rows].astype(int)
-            precision, recall, f1 = ag.reference_scores(yt, yp)
+            a, b, c, d = (float(x[j]) for x in counts)
+            precision, recall, f1 = ag.reference_scores(a, b, c, d)
             estimable = bool(positives[j] >= ag.MIN_POSITIVES)
             flo, fhi = _ci(reps["f1"], j) if reps else (None, None)
             klo, khi = _ci(reps["kappa"], j) if reps and estimable else (None, None)
             out.append({
-                "source": s, "mode": label, "n": int(len(yt)), "support": int(yt.sum()), "predicted": int(yp.sum()),
+                "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
                 "precision": num(precision), "recall": num(recall), "f1": num(f1), "f1_ci_low": flo,
-                "f1_ci_high": fhi, "kappa": num(ag.cohen(yt, yp)) if estimable else None,
+                "f1_ci_high": fhi, "kappa": num(ag.cohen(a, b, c, d)) if estimable else None,
                 "kappa_ci_low": klo, "kappa_ci_high": khi, "estimable": estimable,
             })
     return out
@@ -235,15 +224,18 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
+    totals = {}
     for s1, s2 in pairs:
-        plan.add(("pair", s1, s2), pair_terms(frame, s1, s2))
+        terms = pair_terms(frame, s1, s2)
+        totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
+        plan.add(("pair", s1, s2), terms)
         plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
     if len(sources) >= 3:
         raters = raters_of(frame, sources)
         plan.add("fleiss", raters.fleiss_terms())
         plan.add("alpha", raters.alpha_terms())
     replicated = plan.run(replicates, seed)
-    pair_recs = pair_tables(frame, pairs, replicated)
+    pair_recs = pair_tables(frame, pairs, totals, replicated)
     sections = [
         Section("Agreement per mode", [
             Table("agreement", "All sources: observed (p_o), positive (PA) and negative (NA) agreement, κ, α",
@@ -268,7 +260,7 @@ def build_agreement(
             Table("reference", f"Each source against {reference}: precision, recall, F1, κ",
                   ["source", "mode", "n", "support", "predicted", "precision", "recall", "f1", "f1_ci_low",
                    "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
-                  reference_table(frame, reference, others, replicated),
+                  reference_table(frame, reference, others, totals, replicated),
                   ["The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
     per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)

@@ -22,19 +22,17 @@ from __future__ import annotations
 import numpy as np
 
 
-def coincidences(values: np.ndarray) -> np.ndarray:
-    """Per-unit coincidence terms for binary data: columns o_11, o_00, o_10 (o_01 = o_10).
+def coincidences(ones: np.ndarray, zeros: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-unit coincidence terms of binary data: o_11, o_00, o_10 (o_01 = o_10).
 
-    ``values`` is units × coders with 1, 0 or NaN (missing).
+    ``ones`` and ``zeros`` count the coders who gave 1 and 0 in each unit (any shape); units
+    with fewer than two values contribute nothing.
     """
-    v = np.asarray(values, dtype=float)
-    ones = (v == 1).sum(axis=1).astype(float)
-    zeros = (v == 0).sum(axis=1).astype(float)
+    ones, zeros = np.asarray(ones, dtype=float), np.asarray(zeros, dtype=float)
     m = ones + zeros
-    pairable = m >= 2
     with np.errstate(all="ignore"):
-        scale = np.where(pairable, 1.0 / np.where(pairable, m - 1, 1), 0.0)
-    return np.column_stack([ones * (ones - 1) * scale, zeros * (zeros - 1) * scale, ones * zeros * scale])
+        scale = np.where(m >= 2, 1.0 / np.maximum(m - 1, 1), 0.0)
+    return ones * (ones - 1) * scale, zeros * (zeros - 1) * scale, ones * zeros * scale
 
 
 def alpha_from_coincidences(o11: np.ndarray, o00: np.ndarray, o10: np.ndarray) -> np.ndarray:

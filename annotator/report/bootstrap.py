@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 #: Replicates drawn per matrix product (bounds memory: CHUNK × n counts).
-CHUNK = 64
+CHUNK = 128
 
 
 def weights(n: int, replicates: int, seed: int) -> Iterator[np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlite_utils import Database
 
-from annotator.report.sources import Source, SourceLabels, load, resolve
+from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
 from annotator.store import bulk
 from annotator.store.trajectories import TrajectoryFilter
 from taxonomy import Taxonomy
@@ -98,7 +98,8 @@ def build(
     cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(7)]
     ids = np.asarray(cols[0], dtype=str)
     mode_ids = taxonomy.mode_ids
-    loaded = {s.name: load(db, s, ids, mode_ids) for s in sources}
+    verdicts = read_verdicts(db, sources, ids, mode_ids)
+    loaded = {s.name: load(db, s, ids, mode_ids, verdicts) for s in sources}
     keep = np.ones(len(ids), dtype=bool)
     for s in sources:
         one = loaded[s.name]

@@ -92,14 +92,25 @@ def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]
     return pos, ids[pos] == arr
 
 
-def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...]) -> tuple:
+def annotators_of(sources: list[Source]) -> list[str]:
+    """Every annotator whose labels the sources are made of (consensus members included)."""
+    names = [m for s in sources for m in (s.members if s.kind == "consensus" else (s.name,))]
+    return list(dict.fromkeys(names))
+
+
+def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
+    """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
+    splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
+    return bulk.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+
+
+def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
     """present, absent, unknown (n, K) and onset (n, K) of one annotator over ``ids``."""
     n, k = len(ids), len(mode_ids)
     present = np.zeros((n, k), dtype=bool)
     absent = np.zeros((n, k), dtype=bool)
     unknown = np.zeros((n, k), dtype=bool)
     onset = np.full((n, k), np.nan)
-    rows = bulk.verdict_rows(db, name, mode_ids)
     if not rows:
         return present, absent, unknown, onset
     tids, total, n_absent, codes = zip(*rows, strict=True)
@@ -129,11 +140,14 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     return present, absent, unknown, onset
 
 
-def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...]) -> SourceLabels:
-    """The source's labels over the trajectories ``ids`` (sorted), with what it left unfinished."""
+def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...], verdicts: dict) -> SourceLabels:
+    """The source's labels over the trajectories ``ids`` (sorted), with what it left unfinished.
+
+    ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators.
+    """
     if source.kind == "consensus":
-        return _consensus(db, source, ids, mode_ids)
-    present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids)
+        return _consensus(db, source, ids, mode_ids, verdicts)
+    present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
     any_label = (present | absent | unknown).any(axis=1)
     reasons: Counter = Counter()
     if source.kind == "human":
@@ -168,14 +182,15 @@ def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndar
     return finished
 
 
-def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...]) -> SourceLabels:
+def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...],
+               verdicts: dict) -> SourceLabels:
     n, k = len(ids), len(mode_ids)
     yes = np.zeros((n, k), dtype=np.int16)
     no = np.zeros((n, k), dtype=np.int16)
     raters = np.zeros(n, dtype=np.int16)
     onsets = []
     for member in source.members:
-        one = load(db, resolve(db, member), ids, mode_ids)
+        one = load(db, resolve(db, member), ids, mode_ids, verdicts)
         raters += one.finished
         yes += one.present
         no += one.known & ~one.present

@@ -9,7 +9,10 @@ the end exist for generating large databases (benchmarks) without a Python call 
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from itertools import chain
 
@@ -52,8 +55,11 @@ def count_trajectories(db: Database) -> int:
     return db.execute("SELECT count(*) FROM trajectories").fetchone()[0]
 
 
-def verdict_rows(db: Database, annotator: str, mode_ids: Sequence[str]) -> list[tuple[str, int, int, str | None]]:
-    """One row per trajectory the annotator has current verdicts for, folded by SQLite.
+def verdict_rows(
+    db: Database | sqlite3.Connection, annotator: str, mode_ids: Sequence[str], after: str | None = None,
+    before: str | None = None,
+) -> list[tuple[str, int, int, str | None]]:
+    """One row per trajectory the annotator has current verdicts for (ids in [after, before)), folded by SQLite.
 
     (trajectory id, verdicts on the codebook's modes, how many of them are "absent", codes)
     where codes lists the other verdicts as comma-separated integer pairs
@@ -69,9 +75,47 @@ def verdict_rows(db: Database, annotator: str, mode_ids: Sequence[str]) -> list[
         " || ',' || coalesce(l.onset_step, -1) END)"
         " FROM label_state s JOIN labels l ON l.id = s.label_id"
         f" WHERE s.annotator = ? AND l.verdict IS NOT NULL AND s.mode_id IN ({marks})"
-        " GROUP BY s.trajectory_id"
     )
-    return db.execute(sql, [*params, annotator, *mode_ids]).fetchall()
+    args = [*params, annotator, *mode_ids]
+    if after is not None:
+        sql += " AND s.trajectory_id >= ?"
+        args.append(after)
+    if before is not None:
+        sql += " AND s.trajectory_id < ?"
+        args.append(before)
+    return db.execute(sql + " GROUP BY s.trajectory_id", args).fetchall()
+
+
+def verdict_rows_many(
+    db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
+) -> dict[str, list[tuple[str, int, int, str | None]]]:
+    """:func:`verdict_rows` of several annotators, read in parallel.
+
+    The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
+    spread over threads, each with its own read-only connection: SQLite does the folding
+    outside the GIL, so a second core halves the wait. An in-memory database is read on the
+    caller's connection instead.
+    """
+    bounds = list(zip([None, *splits], [*splits, None], strict=True))
+    jobs = [(a, lo, hi) for a in annotators for lo, hi in bounds]
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    if not path or len(jobs) == 1:
+        return {a: [r for _, lo, hi in jobs if _ == a for r in verdict_rows(db, a, mode_ids, lo, hi)]
+                for a in annotators}
+
+    def run(job: tuple[str, str | None, str | None]) -> list:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
+        results = list(pool.map(run, jobs))
+    out: dict[str, list] = {a: [] for a in annotators}
+    for (a, _, _), rows in zip(jobs, results, strict=True):
+        out[a].extend(rows)
+    return out
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
