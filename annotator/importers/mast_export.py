@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, register
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
 from annotator.models import Label, Step, Trajectory
@@ -67,14 +65,10 @@ class MastExport(Importer):
             row = require(path, row, _REQUIRED, where)
             if row.get("format") != FORMAT_TAG:
                 raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
-            try:
+            with record_values(path, where):
                 if row["trajectory_id"] not in groups:
                     groups[row["trajectory_id"]] = (_stub(row, path), [])
                 groups[row["trajectory_id"]][1].append(_label(row))
-            except ValidationError as exc:
-                problem = exc.errors()[0]
-                field = ".".join(str(p) for p in problem["loc"])
-                raise ImportFailure(str(path), f"invalid {field}: {problem['msg']}", where) from exc
         for traj, labels in groups.values():
             stub = finish(traj, opts)
             stub.content_hash = STUB_HASH
