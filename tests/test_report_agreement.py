@@ -106,3 +106,23 @@ def test_agreement_needs_two_sources(db):
     with pytest.raises(ReportError, match="at least two"):
         build_agreement(db, ["alice"], TAX)
     assert len(MODES) == 14
+
+
+def test_three_complete_sources_fleiss_interval(db):
+    rng = np.random.default_rng(8)
+    truth = rng.random((40, 2)) < 0.4
+    names = ["ann", "bob", "cat"]
+    data = []
+    for i in range(40):
+        tid = add_trajectory(db, f"t{i:02d}")
+        row = []
+        for name in names:
+            seen = truth[i] ^ (rng.random(2) < 0.1)
+            label_all(db, tid, name, {m for m, on in zip(("FM-1.1", "FM-2.2"), seen, strict=True) if on})
+            row.append(int(seen[0]))
+        data.append(row)
+    doc = build_agreement(db, names, TAX, replicates=400, seed=2)
+    fm11 = next(r for r in doc.table("agreement").records if r["mode"] == "FM-1.1")
+    assert fm11["fleiss_kappa"] == pytest.approx(fleiss_kappa(aggregate_raters(np.array(data))[0]), abs=1e-6)
+    assert fm11["fleiss_ci_low"] < fm11["fleiss_kappa"] < fm11["fleiss_ci_high"]
+    assert fm11["alpha_ci_low"] < fm11["alpha"] < fm11["alpha_ci_high"]

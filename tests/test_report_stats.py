@@ -156,6 +156,11 @@ def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
     without = predictors.logistic(frame, lab.present, lab.known, exclude_categories=("FC3",))
     assert without.method == "maximum likelihood"
     assert "FM-3.1" not in {r["term"] for r in without.records}
+    # FM-2.3 a copy of FM-1.1: no unique maximum-likelihood fit, said so
+    twin = lab.present.copy()
+    twin[:, frame.mode_ids.index("FM-2.3")] = twin[:, frame.mode_ids.index("FM-1.1")]
+    collinear = predictors.logistic(frame, twin, lab.known, exclude_categories=("FC3",))
+    assert collinear.method == "L2-penalised" and any(n.startswith("collinearity") for n in collinear.notes)
 
 
 def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
@@ -169,6 +174,15 @@ def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
     assert reps.shape == (100, 1)
     lo, hi, undefined = bootstrap.interval(reps / 50)
     assert lo[0] < 24.5 < hi[0] and undefined[0] == 0
+    twins = np.column_stack([x[:, 0], x[:, 0] > 9, x[:, 0], x[:, 0] > 9, np.ones(50)])
+    first, index = bootstrap.distinct_columns(twins)
+    assert first.tolist() == [0, 1, 4] and index.tolist() == [0, 1, 0, 1, 2]
+    plan = bootstrap.Plan()
+    plan.add("a", twins[:, :2])
+    plan.add("b", twins[:, 2:])
+    together = plan.run(100, seed=7)
+    assert (together["b"][:, :2] == together["a"]).all()
+    assert together["a"] == pytest.approx(bootstrap.sums(twins[:, :2], 100, seed=7))
 
 
 def test_bootstrap_count_formulas_match_the_libraries_on_resampled_data():
@@ -184,6 +198,11 @@ def test_bootstrap_count_formulas_match_the_libraries_on_resampled_data():
     raters = ag.Raters(ones=y.sum(axis=1, keepdims=True).astype(float), decided=np.full((n, 1), 3.0), m=3)
     fl = ag.fleiss_from_terms(w @ raters.fleiss_terms(), 1, 3)[0]
     assert fl == pytest.approx(fleiss_kappa(aggregate_raters(y[rows])[0]), rel=1e-5)
+    derived = ag.fleiss_sums_from_alpha(w @ raters.alpha_terms(), 1, 3)  # every unit complete
+    assert derived == pytest.approx(w @ raters.fleiss_terms(), rel=1e-5)
+    every_pair = [w @ ag.Pair.of(y[:, i:i + 1] == 1, np.ones((n, 1), bool), y[:, j:j + 1] == 1,
+                                 np.ones((n, 1), bool)).per_row() for i, j in ((0, 1), (0, 2), (1, 2))]
+    assert ag.alpha_sums_from_pairs(every_pair, 1, 3) == pytest.approx(w @ raters.alpha_terms(), rel=1e-5)
     al = ag.alpha_from_terms(w @ raters.alpha_terms(), 1)[0]
     assert al == pytest.approx(krippendorff.alpha(reliability_data=y[rows].T.astype(float),
                                                   level_of_measurement="nominal"), rel=1e-5)

@@ -22,7 +22,11 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotator.report.alpha import alpha_from_coincidences, coincidences, krippendorff_alpha_nominal
+from annotator.report.alpha import (
+    alpha_from_coincidences,
+    coincidences,
+    krippendorff_alpha_nominal,
+)
 from annotator.report.bootstrap import ratio
 
 MIN_POSITIVES = 10
@@ -54,15 +58,21 @@ class Pair:
         return cls(p1 & p2 & both, p1 & ~p2 & both, ~p1 & p2 & both, ~p1 & ~p2 & both)
 
     def per_row(self) -> np.ndarray:
-        """Per-trajectory terms: a, b, c, d per mode, then pooled over modes: (n, 4 (K + 1))."""
-        return with_pooled([self.a, self.b, self.c, self.d])
+        """Per-trajectory terms a, a + b, a + c, a + b + c + d per mode, then pooled: (n, 4 (K + 1)).
+
+        These margins rather than the four cells: "first present" and "both decided" are the
+        same columns for every pair and mode a source decided everywhere, so the bootstrap
+        resamples them once (:func:`annotator.report.bootstrap.distinct_columns`).
+        """
+        return with_pooled([self.a, self.a | self.b, self.a | self.c, self.a | self.b | self.c | self.d])
 
 
 def split_counts(sums: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
     """(a, b, c, d) each (..., K + 1) from sums laid out as :meth:`Pair.per_row`."""
-    a, b, c, d = (sums[..., i * k:(i + 1) * k] for i in range(4))
-    pooled = sums[..., 4 * k:4 * k + 4]
-    return tuple(np.concatenate([x, pooled[..., i:i + 1]], axis=-1) for i, x in enumerate((a, b, c, d)))
+    blocks = [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 4 * k + i:4 * k + i + 1]], axis=-1)
+              for i in range(4)]
+    a, first, second, both = blocks
+    return a, first - a, second - a, both - first - second + a
 
 
 def kappa_from_counts(a, b, c, d) -> np.ndarray:
@@ -142,9 +152,7 @@ class Raters:
 
 def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
     """Fleiss' κ per mode and pooled from summed :meth:`Raters.fleiss_terms` (vectorised)."""
-    units = np.concatenate([sums[..., :k], sums[..., 3 * k:3 * k + 1]], axis=-1)
-    p_sum = np.concatenate([sums[..., k:2 * k], sums[..., 3 * k + 1:3 * k + 2]], axis=-1)
-    ones = np.concatenate([sums[..., 2 * k:3 * k], sums[..., 3 * k + 2:3 * k + 3]], axis=-1)
+    units, p_sum, ones = _three_blocks(sums, k)
     p_bar = ratio(p_sum, units)
     p1 = ratio(ones, units * m)
     pe = p1**2 + (1 - p1) ** 2
@@ -152,11 +160,43 @@ def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
         return np.where(pe < 1, (p_bar - pe) / (1 - pe), np.nan)
 
 
+def _three_blocks(sums: np.ndarray, k: int) -> list[np.ndarray]:
+    """The three per-mode blocks of a :func:`with_pooled` layout, each with its pooled column last."""
+    return [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 3 * k + i:3 * k + i + 1]], axis=-1)
+            for i in range(3)]
+
+
+def alpha_sums_from_pairs(pair_sums: list[np.ndarray], k: int, m: int) -> np.ndarray:
+    """Summed :meth:`Raters.alpha_terms` from the summed :meth:`Pair.per_row` of every pair of sources.
+
+    With every unit rated by all ``m`` sources the coincidences are the pairs' 2×2 tables added
+    up: o_11 = 2 Σ a / (m - 1), o_00 = 2 Σ d / (m - 1), o_10 = Σ (b + c) / (m - 1), so α needs
+    no resampling of its own.
+    """
+    cells = [split_counts(s, k) for s in pair_sums]
+    o11 = 2 * sum(c[0] for c in cells) / (m - 1)
+    o00 = 2 * sum(c[3] for c in cells) / (m - 1)
+    o10 = sum(c[1] + c[2] for c in cells) / (m - 1)
+    return np.concatenate([o11[..., :k], o00[..., :k], o10[..., :k], o11[..., k:], o00[..., k:], o10[..., k:]],
+                          axis=-1)
+
+
+def fleiss_sums_from_alpha(sums: np.ndarray, k: int, m: int) -> np.ndarray:
+    """Summed :meth:`Raters.fleiss_terms` from summed :meth:`Raters.alpha_terms`, all units complete.
+
+    With every unit rated by all ``m`` sources, o_11 + o_00 + 2 o_10 = m per unit,
+    P_i = (o_11 + o_00) / m and the count of "present" is o_11 + o_10, so Fleiss' κ needs no
+    resampling of its own.
+    """
+    o11, o00, o10 = _three_blocks(sums, k)
+    units, p_sum, ones = (o11 + o00 + 2 * o10) / m, (o11 + o00) / m, o11 + o10
+    return np.concatenate([units[..., :k], p_sum[..., :k], ones[..., :k], units[..., k:], p_sum[..., k:],
+                           ones[..., k:]], axis=-1)
+
+
 def alpha_from_terms(sums: np.ndarray, k: int) -> np.ndarray:
     """Krippendorff's α per mode and pooled from summed :meth:`Raters.alpha_terms`."""
-    parts = [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 3 * k + i:3 * k + i + 1]], axis=-1)
-             for i in range(3)]
-    return alpha_from_coincidences(*parts)
+    return alpha_from_coincidences(*_three_blocks(sums, k))
 
 
 def fleiss(ones: np.ndarray, m: int) -> float:

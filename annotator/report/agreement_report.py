@@ -232,9 +232,15 @@ def build_agreement(
         plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
     if len(sources) >= 3:
         raters = raters_of(frame, sources)
-        plan.add("fleiss", raters.fleiss_terms())
-        plan.add("alpha", raters.alpha_terms())
+        complete = bool(raters.complete().all())
+        if not complete:  # else both follow from the pairs' tables
+            plan.add("fleiss", raters.fleiss_terms())
+            plan.add("alpha", raters.alpha_terms())
     replicated = plan.run(replicates, seed)
+    if len(sources) >= 3 and complete and replicated:
+        k, m = len(frame.mode_ids), len(sources)
+        replicated["alpha"] = ag.alpha_sums_from_pairs([replicated[("pair", *p)] for p in pairs], k, m)
+        replicated["fleiss"] = ag.fleiss_sums_from_alpha(replicated["alpha"], k, m)
     pair_recs = pair_tables(frame, pairs, totals, replicated)
     sections = [
         Section("Agreement per mode", [

@@ -52,13 +52,41 @@ class Plan:
         self._blocks[key] = np.asarray(columns, dtype=np.float32).reshape(len(columns), -1)
 
     def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
-        """Replicated column sums per key: (replicates, that block's columns)."""
+        """Replicated column sums per key: (replicates, that block's columns).
+
+        Columns that are equal over every trajectory (the same indicator needed by several
+        statistics, a mode every source decided everywhere) are resampled once.
+        """
         if not self._blocks or replicates <= 0:
             return {}
         keys = list(self._blocks)
-        total = sums(np.hstack([self._blocks[k] for k in keys]), replicates, seed)
+        columns = np.hstack([self._blocks[k] for k in keys])
+        first, index = distinct_columns(columns)
+        total = sums(columns[:, first], replicates, seed)[:, index]
         edges = np.cumsum([0] + [self._blocks[k].shape[1] for k in keys])
         return {k: total[:, edges[i]:edges[i + 1]] for i, k in enumerate(keys)}
+
+
+def distinct_columns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each group of identical columns, and for every column the position of its group.
+
+    Columns are grouped by a random projection and each grouping is confirmed element by
+    element, so ``x[:, first][:, index]`` equals ``x`` exactly.
+    """
+    if x.shape[1] == 0 or x.shape[0] == 0:
+        return np.arange(x.shape[1]), np.arange(x.shape[1])
+    keys = np.random.default_rng(0).random(x.shape[0]).astype(np.float32) @ x
+    first: list[int] = []
+    index = np.empty(x.shape[1], dtype=np.int64)
+    seen: dict[float, list[int]] = {}
+    for j, key in enumerate(keys.tolist()):
+        match = next((g for g in seen.get(key, []) if np.array_equal(x[:, first[g]], x[:, j])), None)
+        if match is None:
+            match = len(first)
+            first.append(j)
+            seen.setdefault(key, []).append(match)
+        index[j] = match
+    return np.asarray(first, dtype=np.int64), index
 
 
 def interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

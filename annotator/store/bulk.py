@@ -23,6 +23,7 @@ from annotator.models import SCHEMA_VERSION
 from annotator.store.db import write
 from annotator.store.trajectories import TrajectoryFilter, _where
 
+
 def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
     """A CASE expression giving a mode id's position in ``mode_ids`` (NULL if not there)."""
     if not mode_ids:
