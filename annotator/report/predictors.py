@@ -171,15 +171,23 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
     if not columns:
         return LogitResult("not fitted", [], int(len(y)), notes + ["not fitted: no mode varies"])
     design = sm.add_constant(np.column_stack(columns), has_constant="add")
+    events = int(min(y.sum(), len(y) - y.sum()))
+    if events < 10 * len(names):
+        notes.append(f"{events} events (the rarer outcome) for {len(names)} predictors: fewer than 10 per"
+                     " predictor, so the estimates are unstable")
     separating = _separating(design[:, 1:], y, names)
-    if not separating:
+    if separating:
+        reason = ("separation: " + ", ".join(separating) + " occur(s) with only one outcome, so the maximum-"
+                  "likelihood odds ratio is infinite")
+    elif np.linalg.matrix_rank(design.T @ design) < design.shape[1]:
+        reason = "collinearity: some predictor is a combination of others, so maximum likelihood has no unique fit"
+    else:
         result = _ml(design, y, names)
         if result is not None:
             return LogitResult("maximum likelihood", result, int(len(y)), notes)
-        separating = ["(fit did not converge or gave a coefficient beyond ±10 log-odds)"]
-    notes.append("separation: " + ", ".join(separating) + " occur(s) with only one outcome, so the maximum-"
-                 "likelihood odds ratio is infinite; fitted instead with an L2 penalty (normal prior, sd"
-                 f" {PRIOR_SD} on each log odds ratio): point estimates only, no intervals")
+        reason = "maximum likelihood did not converge or gave a coefficient beyond ±10 log-odds"
+    notes.append(f"{reason}; fitted instead with an L2 penalty (normal prior, sd {PRIOR_SD} on each log odds"
+                 " ratio): point estimates only, no intervals")
     return LogitResult("L2-penalised", _penalised(design, y, names), int(len(y)), notes)
 
 
@@ -198,7 +206,7 @@ def _ml(design: np.ndarray, y: np.ndarray, names: list[str]) -> list[dict] | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = sm.Logit(y, design).fit(disp=0, maxiter=200)
+            res = sm.Logit(y, design, check_rank=False).fit(disp=0, maxiter=200)
         except np.linalg.LinAlgError:
             return None
     params, ci = np.asarray(res.params), np.asarray(res.conf_int())
