@@ -20,9 +20,9 @@ import orjson
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
+from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
 from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
-from annotator.importers.mast_export import FORMAT_TAG
 from annotator.report.sources import CONSENSUS
 from annotator.store.labels import current_labels
 from taxonomy import Taxonomy

@@ -11,8 +11,14 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from annotator.report.charts import charts
-from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines
-from annotator.report.tables import Document
+from annotator.report.formatting import (
+    NOT_ESTIMABLE,
+    TEXT_COLUMNS,
+    display,
+    header_lines,
+    heading,
+)
+from annotator.report.tables import Document, Table
 
 _ENV = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -23,13 +29,15 @@ _ENV = Environment(
 )
 
 
+def _table(table: Table) -> dict:
+    headers, rows = display(table)
+    return {"title": table.title, "notes": table.notes, "rows": rows, "shown": len(table.records),
+            "columns": [(heading(h), "text" if h in TEXT_COLUMNS else "num") for h in headers],
+            "total": table.total_rows if table.total_rows is not None else len(table.records)}
+
+
 def render(doc: Document) -> str:
-    sections = [
-        {"title": s.title, "notes": s.notes,
-         "tables": [{"title": t.title, "notes": t.notes, "display": display(t), "shown": len(t.records),
-                     "total": t.total_rows if t.total_rows is not None else len(t.records)} for t in s.tables]}
-        for s in doc.sections
-    ]
+    sections = [{"title": s.title, "notes": s.notes, "tables": [_table(t) for t in s.tables]} for s in doc.sections]
     title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     return _ENV.get_template("report.html.j2").render(
         title=title, header=header_lines(doc.header), sections=sections, charts=charts(doc),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from annotator.render import inert
-from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines
+from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines, heading
 from annotator.report.tables import Document
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
@@ -32,7 +32,7 @@ def render(doc: Document) -> str:
         for table in section.tables:
             headers, rows = display(table)
             out += ["", f"### {escape(table.title)}", ""]
-            out.append("| " + " | ".join(escape(h) for h in headers) + " |")
+            out.append("| " + " | ".join(escape(heading(h)) for h in headers) + " |")
             out.append("|" + "|".join("---" for _ in headers) + "|")
             for row in rows:
                 out.append("| " + " | ".join(escape(c) for c in row) + " |")

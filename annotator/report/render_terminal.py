@@ -15,19 +15,23 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from annotator.render import inert
-from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines
+from annotator.report.formatting import (
+    NOT_ESTIMABLE,
+    TEXT_COLUMNS,
+    display,
+    header_lines,
+    heading,
+)
 from annotator.report.tables import Document, Table
 
-#: Text columns and the widest they may get before an ellipsis.
-_TEXT = {"title": 26, "present": 30, "pair": 30, "term": 24, "trajectory": 16, "system": 16, "model": 16,
-         "outcome": 8, "mode": 18, "with": 8, "source": 16, "benchmark": 16}
 _KEYS = ("trajectory", "pair", "source", "system", "model", "benchmark", "mode", "with", "term", "rank")
 
 
 def _width(header: str, cells: list[str]) -> int:
+    """Printed width of a column: its content, padding on both sides and the separator."""
     longest_word = max((len(w) for w in header.split("_")), default=1)
     widest = max((len(c) for c in cells), default=1)
-    return min(max(longest_word, widest), _TEXT.get(header, 10**6)) + 2
+    return min(max(longest_word, widest), TEXT_COLUMNS.get(header, 10**6)) + 3
 
 
 def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> list[list[int]]:
@@ -56,11 +60,11 @@ def _print_table(table: Table, console: Console) -> None:
                        pad_edge=False, padding=(0, 1), header_style="bold")
         for i in cols:
             h = headers[i]
-            if h in _TEXT:
-                rt.add_column(Text(h.replace("_", " ")), overflow="ellipsis", no_wrap=True, max_width=_TEXT[h])
+            if h in TEXT_COLUMNS:
+                rt.add_column(Text(heading(h)), overflow="ellipsis", no_wrap=True, max_width=TEXT_COLUMNS[h])
             else:  # numbers never wrap; their header may, word by word
                 widest = max([len(r[i]) for r in rows] + [len(w) for w in h.split("_")])
-                rt.add_column(Text(h.replace("_", " ")), justify="right", overflow="fold", min_width=widest)
+                rt.add_column(Text(heading(h)), justify="right", overflow="fold", min_width=widest)
         for row in rows:
             rt.add_row(*(Text(inert(row[i])) for i in cols))
         if not rows:
@@ -77,8 +81,12 @@ def render(doc: Document, console: Console) -> None:
     """Print the whole document."""
     title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     console.print(Text(title, style="bold underline"))
+    head = RichTable.grid(padding=(0, 2))
+    head.add_column(style="bold", no_wrap=True)
+    head.add_column(overflow="fold")
     for label, text in header_lines(doc.header):
-        console.print(Text.assemble((f"{label:<20}", "bold"), inert(text)))
+        head.add_row(Text(inert(label)), Text(inert(text)))
+    console.print(head)
     for section in doc.sections:
         console.print()
         console.print(Text(section.title, style="bold reverse"))
