@@ -250,7 +250,7 @@ def build_agreement(
                    "estimable"],
                   multi_table(frame, sources, replicated, pair_recs),
                   ["pa, na: mean over pairs of sources.",
-                   f"κ and α are 'not estimable' (blank) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
+                   f"κ and α are not estimable (n/e) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
                    " marked present by any source.",
                    "Pooled rows treat every (trajectory × mode) cell as a unit; negatives dominate them.",
                    "Fleiss' κ and α are given for three or more sources."]),

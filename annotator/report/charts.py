@@ -44,10 +44,11 @@ class Chart:
 FAILED, SUCCEEDED = "#c0392b", "#2e86c1"
 
 
-def _heat(p: float | None) -> str:
+def _heat(p: float | None, peak: float) -> str:
+    """Red in proportion to ``p`` / ``peak``, so the scale spans the values shown."""
     if p is None:
         return "#eeeeee"
-    shade = int(255 - 200 * max(0.0, min(1.0, p)))
+    shade = int(255 - 200 * max(0.0, min(1.0, p / peak)))
     return f"rgb(255,{shade},{shade})"
 
 
@@ -65,15 +66,16 @@ def heatmap(doc: Document, column: str = "system") -> Chart | None:
     for i, g in enumerate(groups):
         chart.labels.append(Label(left - 8, top + i * cell + cell / 2 + 4, str(g)[:24], "end"))
     values = {(r[column], r["mode"]): r["prevalence"] for r in table.records}
+    peak = max([v for (_, m), v in values.items() if m in modes and v is not None] + [0.0]) or 1.0
     for i, g in enumerate(groups):
         for j, m in enumerate(modes):
             p = values.get((g, m))
-            chart.shapes.append(Shape(left + j * cell, top + i * cell, cell - 2, cell - 2, _heat(p),
+            chart.shapes.append(Shape(left + j * cell, top + i * cell, cell - 2, cell - 2, _heat(p, peak),
                                       f"{g} {m}: {'-' if p is None else f'{p:.0%}'}"))
             if p is not None:
                 chart.labels.append(Label(left + j * cell + cell / 2 - 1, top + i * cell + cell / 2 + 3,
                                           f"{round(p * 100)}", "middle"))
-    chart.legend = [("#ffc8c8", "low"), ("rgb(255,55,55)", "high (share of trajectories, %)")]
+    chart.legend = [(_heat(0.0, peak), "0%"), (_heat(peak, peak), f"{peak:.0%} (share of trajectories)")]
     return chart
 
 
@@ -84,16 +86,19 @@ def gap_bars(doc: Document) -> Chart | None:
         return None
     rows, bar, gap, left, width = table.records, 9, 8, 80, 420
     chart = Chart("Failed vs successful: prevalence per mode", left + width + 90, 30 + len(rows) * (2 * bar + gap))
+    keys = (("prevalence_failed", FAILED), ("prevalence_succeeded", SUCCEEDED))
+    peak = max([r[key] for r in rows for key, _ in keys if r[key] is not None] + [0.0]) or 1.0
     for i, r in enumerate(rows):
         y = 20 + i * (2 * bar + gap)
         chart.labels.append(Label(left - 6, y + bar + 3, r["mode"], "end"))
-        for k, (key, colour) in enumerate((("prevalence_failed", FAILED), ("prevalence_succeeded", SUCCEEDED))):
+        for k, (key, colour) in enumerate(keys):
             p = r[key]
-            w = 0 if p is None else p * width
+            w = 0 if p is None else p / peak * width
             chart.shapes.append(Shape(left, y + k * bar, max(w, 0.5), bar - 1, colour,
                                       f"{r['mode']} {key.split('_')[1]}: {'-' if p is None else f'{p:.1%}'}"))
         if r["gap_pp"] is not None:
             chart.labels.append(Label(left + width + 6, y + bar + 3, f"{r['gap_pp']:+.1f} pp"))
+    chart.title += f" (longest bar {peak:.0%} of trajectories; right: the gap in percentage points)"
     chart.legend = [(FAILED, "failed"), (SUCCEEDED, "succeeded")]
     return chart
 
@@ -105,7 +110,7 @@ def histogram(doc: Document) -> Chart | None:
         return None
     rows = table.records
     peak = max(r["trajectories"] for r in rows) or 1
-    bar, left, height = 30, 40, 160
+    bar, left, height = max(30, 7 * len(str(peak)) + 8), 40, 160  # wide enough for the counts
     chart = Chart("Distinct modes per trajectory", left + bar * len(rows) + 20, height + 60)
     for i, r in enumerate(rows):
         h = r["trajectories"] / peak * height

@@ -1,7 +1,8 @@
 """Co-occurrence: how often two modes show in the same trajectory, and the lift over chance.
 
 Lift(i, j) = P(i and j) / (P(i) P(j)) over the trajectories where both cells are decided;
-1 means independence, above 1 that the two modes come together more often than chance.
+1 means independence, above 1 that the two modes come together more often than chance. The
+diagonal holds each mode's own count, with no lift.
 """
 
 from __future__ import annotations
@@ -26,5 +27,5 @@ def cooccurrence(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[d
             n = n_both[i, j]
             expected = n_i[i, j] * n_i[j, i] / n if n else 0
             out.append({"mode": ids[i], "with": ids[j], "together": int(both[i, j]), "n": int(n),
-                        "lift": num(both[i, j] / expected) if expected else None})
+                        "lift": num(both[i, j] / expected) if expected and i != j else None})
     return out

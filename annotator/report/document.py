@@ -140,8 +140,8 @@ def build_report(
         means[0].update(_mean_modes_interval(replicated["mean_modes"]))
     mean_cols = ["trajectories", "mean_modes", "failed", "mean_modes_failed", "succeeded", "mean_modes_succeeded"]
     prev_tables.append(Table("mean_modes", "Mean distinct modes per failed and per successful trajectory",
-                             mean_cols + (["mean_modes_failed_boot_low", "mean_modes_failed_boot_high"]
-                                          if replicates else []), means))
+                             mean_cols + ([f"mean_modes_{o}_boot_{b}" for o in ("failed", "succeeded")
+                                                       for b in ("low", "high")] if replicates else []), means))
     for column in by:
         prev_tables.append(Table(f"mean_modes_by_{column}", f"Mean distinct modes per trajectory by {column}",
                                  [column, *mean_cols],

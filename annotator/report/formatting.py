@@ -55,6 +55,8 @@ def value(v: Any, column: str = "", record: dict | None = None) -> str:
         if column.endswith("_pp") or "_pp_" in column:
             return f"{v:+.1f}" if column in ("gap_pp", "diff_pp_group_minus_rest") else f"{v:.1f}"
         if column in ("p", "fisher_p", "bh_q"):
+            if v == 0:
+                return "<1e-300"  # below the smallest double the test computes
             return f"{v:.2g}" if v < 0.001 else f"{v:.3f}"
         if abs(v) >= 1000:
             return f"{v:,.0f}"
@@ -100,9 +102,9 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
         ("taxonomy", f"{header['taxonomy']['name']} {header['taxonomy']['version']},"
                      f" version hash {header['taxonomy']['version_hash']}"),
         ("filters", ", ".join(f"{k}={v}" for k, v in header["filters"].items()) or "none"),
-        ("trajectories", f"{counts['trajectories_counted']} counted of {counts['trajectories_in_database']} in the"
-                         f" database; {counts['failed']} failed, {counts['succeeded']} succeeded,"
-                         f" {counts['outcome_unknown']} outcome unknown"),
+        ("trajectories", f"{counts['trajectories_counted']:,} counted of {counts['trajectories_in_database']:,} in"
+                         f" the database; {counts['failed']:,} failed, {counts['succeeded']:,} succeeded,"
+                         f" {counts['outcome_unknown']:,} outcome unknown"),
     ]
     left = counts["left_out"]
     lines.append(("left out", ", ".join(f"{n} {why}" for why, n in left.items()) or "none"))

@@ -118,7 +118,7 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
                 or_lo, or_hi = t.oddsratio_confint()
                 rec.update({"risk_ratio": num(t.riskratio), "rr_ci_low": num(rr_lo), "rr_ci_high": num(rr_hi),
                             "odds_ratio": num(t.oddsratio), "or_ci_low": num(or_lo), "or_ci_high": num(or_hi)})
-            rec["fisher_p"] = num(fisher_exact([[a, b], [c, d]]).pvalue, 8)
+            rec["fisher_p"] = num(fisher_exact([[a, b], [c, d]]).pvalue, None)
         out.append(rec)
     pvals = [r["fisher_p"] for r in out]
     defined = [i for i, p in enumerate(pvals) if p is not None]
@@ -126,7 +126,7 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
     for r in out:
         r["bh_q"] = None
     for i, q in zip(defined, qs, strict=True):
-        out[i]["bh_q"] = num(q, 8)
+        out[i]["bh_q"] = num(q, None)
     return out
 
 
@@ -215,7 +215,7 @@ def _ml(design: np.ndarray, y: np.ndarray, names: list[str]) -> list[dict] | Non
     pvalues = np.asarray(res.pvalues)
     return [
         {"term": name, "coef": num(params[i + 1]), "odds_ratio": num(np.exp(params[i + 1])),
-         "ci_low": num(np.exp(ci[i + 1, 0])), "ci_high": num(np.exp(ci[i + 1, 1])), "p": num(pvalues[i + 1], 8)}
+         "ci_low": num(np.exp(ci[i + 1, 0])), "ci_high": num(np.exp(ci[i + 1, 1])), "p": num(pvalues[i + 1], None)}
         for i, name in enumerate(names)
     ]
 
