@@ -537,11 +537,24 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
       mast export -s mad-human-1,mad-human-2,mad-human-3 --format wide-csv -o humans.csv
       mast export -s run:3 --format mad-json -o judge_mad.json
     """
-    from annotator.report.export import render
+    from annotator.report.export import write
 
-    text = render(_open(ctx), fmt, _sources(sources), _taxonomy(taxonomy_path),
-                  _filters(system, model, benchmark, outcome, since, until, tag))
-    _write_text(text, output)
+    db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
+    filters = _filters(system, model, benchmark, outcome, since, until, tag)
+    if output is None:
+        write(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
+        return
+    partial = Path(output + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as fh:
+            write(db, fmt, _sources(sources), taxonomy, fh, filters)
+        partial.replace(output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    finally:
+        partial.unlink(missing_ok=True)
+    err.print(Text(f"wrote {output}", style="dim"))
 
 
 if __name__ == "__main__":

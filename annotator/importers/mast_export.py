@@ -57,19 +57,27 @@ class MastExport(Importer):
         return head.kind == "json" and head.root == "object" and head.scalars.get("format") == FORMAT_TAG
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        """One record per run of consecutive rows of a trajectory (an export lists each
+        trajectory's rows together), so memory holds one trajectory at a time."""
         skipped: list[int] = []
         opts.extra["skipped_lines"] = skipped
-        groups: dict[str, tuple[Trajectory, list[Label]]] = {}
+        current: tuple[Trajectory, list[Label]] | None = None
         for lineno, row in iter_jsonl(path, opts, skipped):
             where = f"line {lineno}"
             row = require(path, row, _REQUIRED, where)
             if row.get("format") != FORMAT_TAG:
                 raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
             with record_values(path, where):
-                if row["trajectory_id"] not in groups:
-                    groups[row["trajectory_id"]] = (_stub(row, path), [])
-                groups[row["trajectory_id"]][1].append(_label(row))
-        for traj, labels in groups.values():
-            stub = finish(traj, opts)
-            stub.content_hash = STUB_HASH
-            yield ImportedRecord(trajectory=stub, labels=labels, stub=True)
+                if current is None or current[0].id != row["trajectory_id"]:
+                    if current is not None:
+                        yield _record(*current, opts)
+                    current = (_stub(row, path), [])
+                current[1].append(_label(row))
+        if current is not None:
+            yield _record(*current, opts)
+
+
+def _record(traj: Trajectory, labels: list[Label], opts: ImportOptions) -> ImportedRecord:
+    stub = finish(traj, opts)
+    stub.content_hash = STUB_HASH
+    return ImportedRecord(trajectory=stub, labels=labels, stub=True)

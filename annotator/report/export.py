@@ -12,9 +12,10 @@ own tooling; an undecided cell is null there.
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 from collections.abc import Iterator
-from typing import Literal
+from typing import Literal, TextIO
 
 import orjson
 from sqlite_utils import Database
@@ -24,7 +25,7 @@ from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
 from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
-from annotator.store.labels import current_labels
+from annotator.store import bulk
 from taxonomy import Taxonomy
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
@@ -60,23 +61,22 @@ def _none(value: str) -> str | None:
 
 
 def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
-    """One dict per (trajectory, mode, source) verdict, trajectory by trajectory."""
+    """One dict per (trajectory, mode, source) verdict, in trajectory order (the sources of a
+    trajectory together, so an import reads one trajectory at a time)."""
+    streams = [_source_rows(db, frame, taxonomy) for frame in _frames(db, sources, taxonomy, filters)]
+    return heapq.merge(*streams, key=lambda r: r["trajectory_id"])
+
+
+def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dict]:
     modes = set(taxonomy.mode_ids)
-    for frame in _frames(db, sources, taxonomy, filters):
-        name = next(iter(frame.labels))
-        index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
-        for label in current_labels(db, annotator=name):
-            i = index.get(label.trajectory_id)
-            if i is None or label.mode_id not in modes:
-                continue
-            yield {
-                "format": FORMAT_TAG, "schema_version": SCHEMA_VERSION, "trajectory_id": label.trajectory_id,
-                "source": name, "mode_id": label.mode_id, "verdict": label.verdict, "onset_step": label.onset_step,
-                "evidence_steps": label.evidence_steps, "quote": label.quote, "note": label.note,
-                "rationale": label.rationale, "confidence": label.confidence, "provenance": label.provenance,
-                "run_id": label.run_id, "grounded": label.grounded, "taxonomy_hash": label.taxonomy_hash,
-                "extra": label.extra, "created_at": label.created_at.isoformat(), **_trajectory_fields(frame, i),
-            }
+    name = next(iter(frame.labels))
+    index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
+    for label in bulk.current_label_dicts(db, name):
+        i = index.get(label["trajectory_id"])
+        if i is None or label["mode_id"] not in modes:
+            continue
+        yield {"format": FORMAT_TAG, "schema_version": SCHEMA_VERSION, "source": name, **label,
+               **_trajectory_fields(frame, i)}
 
 
 def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
@@ -112,13 +112,16 @@ def _cell(value: object) -> object:
     return value
 
 
-def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
-    """The export as text in one of ``FORMATS``."""
+def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
+          filters: Filters | None = None) -> None:
+    """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
-        return "".join(orjson.dumps(r).decode() + "\n" for r in long_rows(db, sources, taxonomy, filters))
+        for r in long_rows(db, sources, taxonomy, filters):
+            out.write(orjson.dumps(r).decode() + "\n")
+        return
     if fmt == "mad-json":
-        return orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n"
-    buf = io.StringIO()
+        out.write(orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
     if fmt == "csv":
         columns, rows = LONG_COLUMNS, long_rows(db, sources, taxonomy, filters)
     elif fmt == "wide-csv":
@@ -127,8 +130,14 @@ def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filte
         rows = wide_rows(db, sources, taxonomy, filters)
     else:
         raise ReportError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv.writer(out, lineterminator="\n")
     w.writerow(columns)
     for r in rows:
         w.writerow([_cell(r.get(c)) for c in columns])
+
+
+def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
+    """The export as one string (small exports and tests); :func:`write` streams."""
+    buf = io.StringIO()
+    write(db, fmt, sources, taxonomy, buf, filters)
     return buf.getvalue()

@@ -3,15 +3,15 @@
 A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
 Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
 let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
-not "absent" as a string of integer codes that numpy parses in one call. The bulk inserts at
-the end exist for generating large databases (benchmarks) without a Python call per label.
+not "absent" as a string of integer codes that numpy parses in one call; exports stream a
+source's labels from a cursor. The bulk inserts at the end exist for generating large databases (benchmarks) without a Python call per label.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from itertools import chain
@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.models import SCHEMA_VERSION
+from annotator.store._json import loads
 from annotator.store.db import write
 from annotator.store.trajectories import TrajectoryFilter, _where
 
@@ -117,6 +118,31 @@ def verdict_rows_many(
     for (a, _, _), rows in zip(jobs, results, strict=True):
         out[a].extend(rows)
     return out
+
+
+#: Label fields of an export row, in the order :func:`current_label_dicts` reads them.
+LABEL_FIELDS = ("trajectory_id", "mode_id", "verdict", "onset_step", "evidence_steps", "quote", "note", "rationale",
+                "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra", "created_at")
+
+
+def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
+    """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order.
+
+    For exports of millions of labels: no model objects and nothing held beyond one row. JSON
+    columns are decoded; ``created_at`` stays the ISO text it is stored as.
+    """
+    cursor = db.execute(
+        f"SELECT {', '.join('l.' + f for f in LABEL_FIELDS)} FROM label_state s JOIN labels l ON l.id = s.label_id"
+        " WHERE s.annotator = ? AND l.verdict IS NOT NULL ORDER BY s.trajectory_id, s.mode_id",
+        [annotator],
+    )
+    for row in cursor:
+        out = dict(zip(LABEL_FIELDS, row, strict=True))
+        out["evidence_steps"] = loads(out["evidence_steps"], [])
+        out["extra"] = loads(out["extra"], {})
+        if out["grounded"] is not None:
+            out["grounded"] = bool(out["grounded"])
+        yield out
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
