@@ -12,10 +12,11 @@ MODES = load_taxonomy().mode_ids
 
 
 def add_trajectory(db, tid: str, *, outcome: str = "failure", system: str = "S1", model: str = "M1",
-                   steps: int = 10, title: str | None = None, tags: list[str] | None = None) -> str:
+                   steps: int = 10, title: str | None = None, tags: list[str] | None = None,
+                   task: str | None = None) -> str:
     save_trajectory(db, Trajectory(
         id=tid, source_format="test", title=title or tid, system=system, model=model, benchmark="B",
-        outcome=outcome, content_hash=tid, metadata={"tags": tags} if tags else {},
+        outcome=outcome, content_hash=tid, metadata={"tags": tags} if tags else {}, task=task,
         steps=[Step(index=i, content=f"step {i}") for i in range(steps)],
     ))
     return tid

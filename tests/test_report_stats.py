@@ -163,6 +163,30 @@ def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
     assert collinear.method == "L2-penalised" and any(n.startswith("collinearity") for n in collinear.notes)
 
 
+def test_logit_clusters_by_task_when_tasks_repeat(db):
+    from report_data import add_trajectory, label_all
+
+    from annotator.report import predictors
+    from annotator.report.frame import build
+    from taxonomy import load_taxonomy
+
+    rng = np.random.default_rng(4)
+    x = rng.random((150, 2)) < 0.4
+    y = rng.random(150) < 0.25 + 0.4 * x[:, 0]
+    for i in range(150):  # 50 tasks, each run three times
+        add_trajectory(db, f"t{i:03d}", outcome="failure" if y[i] else "success", task=f"task {i // 3}")
+        label_all(db, f"t{i:03d}", "alice", {m for m, on in zip(("FM-1.1", "FM-2.2"), x[i], strict=True) if on})
+    frame = build(db, ["alice"], load_taxonomy())
+    lab = frame.labels["alice"]
+    fit = predictors.logistic(frame, lab.present, lab.known)
+    ref = sm.Logit(y.astype(float), sm.add_constant(x.astype(float))).fit(
+        disp=0, cov_type="cluster", cov_kwds={"groups": np.arange(150) // 3})
+    rec = {r["term"]: r for r in fit.records}["FM-1.1"]
+    assert rec["odds_ratio"] == pytest.approx(np.exp(ref.params[1]), rel=1e-4)
+    assert (rec["ci_low"], rec["ci_high"]) == pytest.approx(tuple(np.exp(ref.conf_int()[1])), rel=1e-4)
+    assert any("clustered by task (50 tasks)" in n for n in fit.notes)
+
+
 def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
     blocks = list(bootstrap.weights(50, 100, seed=7))
     assert sum(len(b) for b in blocks) == 100

@@ -53,6 +53,7 @@ class Frame:
     groups: dict[str, np.ndarray]
     failed: np.ndarray  # int8: 1 failed, 0 succeeded, -1 unknown
     n_steps: np.ndarray
+    tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
     labels: dict[str, SourceLabels]
     filters: Filters
     excluded: Counter = field(default_factory=Counter)
@@ -95,7 +96,7 @@ def build(
     excluded: Counter = Counter()
     if n_total - len(rows):
         excluded["outside the filters"] = n_total - len(rows)
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(7)]
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(8)]
     ids = np.asarray(cols[0], dtype=str)
     mode_ids = taxonomy.mode_ids
     verdicts = read_verdicts(db, sources, ids, mode_ids)
@@ -119,6 +120,7 @@ def build(
         groups={c: _object([v or "-" for v in cols[1 + i]])[keep] for i, c in enumerate(GROUP_COLUMNS)},
         failed=failed[keep],
         n_steps=np.asarray(cols[5], dtype=np.int64)[keep],
+        tasks=np.asarray([-1 if g is None else g for g in cols[7]], dtype=np.int64)[keep],
         labels={name: _subset(one, keep) for name, one in loaded.items()},
         filters=filters,
         excluded=excluded,

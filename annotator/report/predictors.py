@@ -5,7 +5,8 @@ of failed trajectories showing it minus the share of successful ones, in percent
 the mode with the largest gap is "the strongest predictor". Next to it the usual statistics
 (STATISTICS.md §4): risk ratio and odds ratio from ``Table2x2`` (rows = mode present/absent,
 column 0 = failed), Fisher's exact p, Benjamini–Hochberg q over the modes, and a logistic
-regression of failure on all modes (plus system/model where there are several). A mode seen
+regression of failure on all modes (plus system/model where there are several), with
+standard errors clustered by task where the same task was run more than once. A mode seen
 only with one outcome separates the data: maximum likelihood then "converges" to huge
 coefficients without raising, so separation is checked first and the fit falls back to an
 L2-penalised one, saying so.
@@ -182,7 +183,11 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
     elif np.linalg.matrix_rank(design.T @ design) < design.shape[1]:
         reason = "collinearity: some predictor is a combination of others, so maximum likelihood has no unique fit"
     else:
-        result = _ml(design, y, names)
+        clusters = task_clusters(frame.tasks[rows])
+        if clusters is not None:
+            notes.append(f"standard errors clustered by task ({len(np.unique(clusters))} tasks), since some"
+                         " tasks were run more than once")
+        result = _ml(design, y, names, clusters)
         if result is not None:
             return LogitResult("maximum likelihood", result, int(len(y)), notes)
         reason = "maximum likelihood did not converge or gave a coefficient beyond ±10 log-odds"
@@ -202,11 +207,22 @@ def _separating(x: np.ndarray, y: np.ndarray, names: list[str]) -> list[str]:
     return out
 
 
-def _ml(design: np.ndarray, y: np.ndarray, names: list[str]) -> list[dict] | None:
+def task_clusters(tasks: np.ndarray) -> np.ndarray | None:
+    """Cluster labels for runs of the same task (a run of an unknown task is its own cluster);
+    None when no task repeats, so the ordinary standard errors stand."""
+    known = tasks[tasks >= 0]
+    if len(np.unique(known)) == len(known):
+        return None
+    return np.where(tasks >= 0, tasks, -1 - np.arange(len(tasks)))
+
+
+def _ml(design: np.ndarray, y: np.ndarray, names: list[str], clusters: np.ndarray | None = None) -> list[dict] | None:
+    """Maximum likelihood (statsmodels Logit), with cluster-robust covariance when ``clusters`` is given."""
+    robust = {} if clusters is None else {"cov_type": "cluster", "cov_kwds": {"groups": clusters}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = sm.Logit(y, design, check_rank=False).fit(disp=0, maxiter=200)
+            res = sm.Logit(y, design, check_rank=False).fit(disp=0, maxiter=200, **robust)
         except np.linalg.LinAlgError:
             return None
     params, ci = np.asarray(res.params), np.asarray(res.conf_int())

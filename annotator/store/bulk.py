@@ -37,9 +37,11 @@ def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
 def trajectory_rows(
     db: Database, flt: TrajectoryFilter | None = None, tag: str | None = None
 ) -> list[tuple]:
-    """(id, system, model, benchmark, outcome, n_steps, title) of the trajectories the filter selects.
+    """(id, system, model, benchmark, outcome, n_steps, title, task group) of the trajectories the filter selects.
 
-    ``tag`` selects trajectories whose metadata ``tags`` list holds it.
+    The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
+    by several systems or models can be clustered without reading the task texts; it is None
+    where the task is unknown. ``tag`` selects trajectories whose metadata ``tags`` list holds it.
     """
     where, params = _where(flt or TrajectoryFilter())
     if tag is not None:
@@ -47,7 +49,10 @@ def trajectory_rows(
             "EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
         )
         params.append(tag)
-    sql = "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title FROM trajectories t"
+    sql = (
+        "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title, CASE WHEN t.task IS NULL"
+        " THEN NULL ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END FROM trajectories t"
+    )
     if where:
         sql += " WHERE " + " AND ".join(where)
     return db.execute(sql + " ORDER BY t.id", params).fetchall()
