@@ -66,6 +66,7 @@ def test_mad_human_sample_agreement_values(mad_db):
     ref = {(r["source"], r["mode"]): r for r in doc.table("reference").records}
     r2 = ref[("mad-human-2", "all modes (pooled)")]
     assert (r2["support"], r2["predicted"], r2["precision"], r2["recall"]) == (14, 12, 1.0, pytest.approx(12 / 14))
+    assert r2["specificity"] == 1.0  # 39 cells both absent, none only mad-human-2
     fm32 = rows["FM-3.2"]
     assert (fm32["units"], fm32["positives"], fm32["p_o"]) == (4, 3, pytest.approx(5 / 6))
 

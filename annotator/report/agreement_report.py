@@ -136,7 +136,7 @@ def _pooled(rows: list[dict], key: str) -> float | None:
 
 
 def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, replicated: dict) -> list[dict]:
-    """Each source against the reference: support, precision, recall, F1, κ with bootstrap CIs.
+    """Each source against the reference: support, precision, recall, specificity, F1, κ with bootstrap CIs.
 
     Uses the replicated cell counts of the pair (reference, source); the reference comes first.
     """
@@ -157,7 +157,8 @@ def reference_table(frame: Frame, reference: str, others: list[str], totals: dic
             klo, khi = _ci(reps["kappa"], j) if reps and estimable else (None, None)
             out.append({
                 "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
-                "precision": num(precision), "recall": num(recall), "f1": num(f1), "f1_ci_low": flo,
+                "precision": num(precision), "recall": num(recall),
+                "specificity": num(d / (c + d)) if c + d else None, "f1": num(f1), "f1_ci_low": flo,
                 "f1_ci_high": fhi, "kappa": num(ag.cohen(a, b, c, d)) if estimable else None,
                 "kappa_ci_low": klo, "kappa_ci_high": khi, "estimable": estimable,
             })
@@ -263,9 +264,9 @@ def build_agreement(
     if reference is not None:
         others = [s for s in sources if s != reference]
         sections.append(Section(f"Against the reference {reference}", [
-            Table("reference", f"Each source against {reference}: precision, recall, F1, κ",
-                  ["source", "mode", "n", "support", "predicted", "precision", "recall", "f1", "f1_ci_low",
-                   "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
+            Table("reference", f"Each source against {reference}: precision, recall, specificity, F1, κ",
+                  ["source", "mode", "n", "support", "predicted", "precision", "recall", "specificity", "f1",
+                   "f1_ci_low", "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
                   reference_table(frame, reference, others, totals, replicated),
                   ["The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
