@@ -69,6 +69,9 @@ def test_json_and_csv_carry_the_same_numbers(hostile_db):
     assert {r["column"]: r["value"] for r in csv_rows}["prevalence"] == str(fm11["prevalence"])
     assert data["header"]["taxonomy"]["version_hash"] == TAX.version_hash
     assert any(r["table"] == "header" and r["column"] == "seed" for r in rows)
+    gaps = next(t for s in data["sections"] for t in s["tables"] if t["name"] == "failed_vs_successful")
+    csv_gap = {r["column"]: r["value"] for r in rows if r["table"] == "failed_vs_successful" and r["row"] == "0"}
+    assert set(csv_gap) == set(gaps["records"][0]) and csv_gap["failed_with"] == str(gaps["records"][0]["failed_with"])
     traj = next(t for s in data["sections"] for t in s["tables"] if t["name"] == "trajectories")
     assert len(traj["records"]) == 32 == traj["total_rows"]
 

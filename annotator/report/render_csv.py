@@ -1,7 +1,9 @@
 """CSV rendering in long format: one line per value (table, row, column, value).
 
 Long format keeps every table of a document in one file that spreadsheet and dataframe tools
-read directly (pivot on table/column); header fields are written as table "header".
+read directly (pivot on table/column); header fields are written as table "header". Every
+value of a record is written, including those the rendered tables do not show (the JSON has
+the same).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def render(doc: Document) -> str:
     for section in doc.sections:
         for table in section.tables:
             for i, rec in enumerate(table.records):
-                for col in table.columns:
+                for col in [*table.columns, *(k for k in rec if k not in table.columns)]:
                     v = rec.get(col)
                     w.writerow([table.name, i, col, "" if v is None else v])
     return buf.getvalue()

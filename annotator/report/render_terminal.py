@@ -82,7 +82,7 @@ def render(doc: Document, console: Console) -> None:
     title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     console.print(Text(title, style="bold underline"))
     head = RichTable.grid(padding=(0, 2))
-    head.add_column(style="bold", no_wrap=True)
+    head.add_column(style="bold", max_width=24, overflow="fold")
     head.add_column(overflow="fold")
     for label, text in header_lines(doc.header):
         head.add_row(Text(inert(label)), Text(inert(text)))
