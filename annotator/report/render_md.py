@@ -25,7 +25,8 @@ def render(doc: Document) -> str:
     title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     out = [f"# {title}", ""]
     for label, text in header_lines(doc.header):
-        out.append(f"- **{escape(label.strip())}**: {escape(text)}")
+        indent = "  " if label.startswith(" ") else ""  # a source's detail, under "left out"
+        out.append(f"{indent}- **{escape(label.strip())}**: {escape(text)}")
     for section in doc.sections:
         out += ["", f"## {escape(section.title)}", ""]
         out += [f"_{escape(n)}_" for n in section.notes]
