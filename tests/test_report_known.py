@@ -117,3 +117,16 @@ def test_tag_filter_and_unknown_source(db):
     assert doc.header["counts"]["trajectories_counted"] == 1
     with pytest.raises(NotFound, match="sources with labels: alice"):
         build_report(db, "nobody", TAX)
+
+
+def test_prevalence_homogeneity_by_system(known_db):
+    from scipy.stats import chi2_contingency
+
+    doc = build_report(known_db, "alice", TAX, replicates=0)
+    rows = {r["mode"]: r for r in doc.table("homogeneity_by_system").records}
+    # FM-1.1: S1 holds f00-f09 (10) and s00-s04 (2) -> 12 of 15; S2 holds f10-f14 (5) of 15
+    expected = chi2_contingency([[12, 3], [5, 10]], correction=False)
+    assert rows["FM-1.1"]["chi2"] == pytest.approx(expected.statistic, rel=1e-6)
+    assert rows["FM-1.1"]["p"] == pytest.approx(expected.pvalue, rel=1e-6)
+    assert (rows["FM-1.1"]["levels"], rows["FM-1.1"]["dof"]) == (2, 1)
+    assert rows["FM-2.2"]["chi2"] is None  # never present: nothing to test

@@ -8,6 +8,7 @@ import pytest
 import statsmodels.api as sm
 from scipy.stats import fisher_exact
 from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+from statsmodels.stats.contingency_tables import StratifiedTable
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
@@ -114,6 +115,25 @@ def test_fisher_risk_and_odds_ratio_hand(db):
     ps = [r["fisher_p"] for r in doc.table("two_by_two").records if r["fisher_p"] is not None]
     qs = [r["bh_q"] for r in doc.table("two_by_two").records if r["bh_q"] is not None]
     assert qs == pytest.approx(list(multipletests(ps, method="fdr_bh")[1]))
+
+
+def test_mantel_haenszel_hand_and_statsmodels():
+    from annotator.report.predictors import mantel_haenszel
+
+    # system A: a=6 b=2 c=3 d=9 (n 20); system B: a=4 b=4 c=2 d=10 (n 20)
+    # OR_MH = (6·9/20 + 4·10/20) / (2·3/20 + 4·2/20) = (2.7 + 2) / (0.3 + 0.4) = 4.7 / 0.7
+    present, failed, strata = [], [], []
+    for system, (a, b, c, d) in (("A", (6, 2, 3, 9)), ("B", (4, 4, 2, 10))):
+        for p_, f_, k in ((1, 1, a), (1, 0, b), (0, 1, c), (0, 0, d)):
+            present += [p_] * k
+            failed += [f_] * k
+            strata += [system] * k
+    rec = mantel_haenszel(np.array(present, bool), np.array(failed, bool), np.array(strata))
+    assert rec["mh_odds_ratio"] == pytest.approx(4.7 / 0.7) and rec["mh_strata"] == 2
+    st = StratifiedTable([np.array([[6, 2], [3, 9]]), np.array([[4, 4], [2, 10]])])
+    assert (rec["mh_ci_low"], rec["mh_ci_high"]) == pytest.approx(st.oddsratio_pooled_confint())
+    one = mantel_haenszel(np.array(present, bool), np.array(failed, bool), np.array(["A"] * len(present)))
+    assert one["mh_odds_ratio"] is None  # one stratum: nothing to pool
 
 
 def test_benjamini_hochberg_hand():

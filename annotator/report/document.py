@@ -132,6 +132,11 @@ def build_report(
         prev_tables.append(Table(f"prevalence_by_{column}", f"Prevalence by {column}",
                                  [column, "mode", "n", "count", "prevalence", "ci_low", "ci_high"],
                                  prevalence.by_group(frame, present, known, column)))
+        prev_tables.append(Table(f"homogeneity_by_{column}", f"Does prevalence differ by {column}? (χ² test)",
+                                 ["mode", "levels", "chi2", "dof", "p", "min_expected"],
+                                 prevalence.homogeneity(frame, present, known, column),
+                                 ["Pearson's χ² on the levels × {present, absent} table; unreliable where the"
+                                  " smallest expected count is below 5."]))
     prev_tables.append(Table("modes_per_trajectory", "Distinct modes per trajectory",
                              ["modes", "trajectories", "failed", "succeeded"],
                              prevalence.distribution(counts, frame.failed, k)))
@@ -160,10 +165,11 @@ def build_report(
                                "Gap interval: Newcombe hybrid score; boot: cluster bootstrap over trajectories."]),
         Table("two_by_two", "Risk ratio P(fail|mode)/P(fail|no mode), odds ratio, Fisher's exact test",
               ["mode", "present_failed", "present_succeeded", "absent_failed", "absent_succeeded", "risk_ratio",
-               "rr_ci_low", "rr_ci_high", "odds_ratio", "or_ci_low", "or_ci_high", "fisher_p", "bh_q"],
+               "rr_ci_low", "rr_ci_high", "odds_ratio", "or_ci_low", "or_ci_high", "fisher_p", "bh_q",
+               "mh_odds_ratio", "mh_ci_low", "mh_ci_high"],
               predictors.table_records(frame, present, known),
               ["Odds ratio: sample OR of Table2x2; 0.5 is added to every cell of a table with an empty cell."
-               " q: Benjamini-Hochberg over the modes."]),
+               " q: Benjamini-Hochberg over the modes. mh: Mantel-Haenszel odds ratio pooled over systems."]),
     ]
     for name, title, exclude in (("logit", "Logistic regression of failure on all modes", ()),
                                  ("logit_without_fc3", "Logistic regression without FC3 modes", ("FC3",))):

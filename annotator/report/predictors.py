@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import statsmodels.api as sm
 from scipy.stats import fisher_exact
-from statsmodels.stats.contingency_tables import Table2x2
+from statsmodels.stats.contingency_tables import StratifiedTable, Table2x2
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
@@ -120,6 +120,7 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
                 rec.update({"risk_ratio": num(t.riskratio), "rr_ci_low": num(rr_lo), "rr_ci_high": num(rr_hi),
                             "odds_ratio": num(t.oddsratio), "or_ci_low": num(or_lo), "or_ci_high": num(or_hi)})
             rec["fisher_p"] = num(fisher_exact([[a, b], [c, d]]).pvalue, None)
+        rec.update(mantel_haenszel(p, f, frame.groups["system"][rows]))
         out.append(rec)
     pvals = [r["fisher_p"] for r in out]
     defined = [i for i, p in enumerate(pvals) if p is not None]
@@ -128,6 +129,32 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
         r["bh_q"] = None
     for i, q in zip(defined, qs, strict=True):
         out[i]["bh_q"] = num(q, None)
+    return out
+
+
+def mantel_haenszel(present: np.ndarray, failed: np.ndarray, strata: np.ndarray) -> dict:
+    """The odds ratio pooled over systems (Mantel–Haenszel, statsmodels ``StratifiedTable``).
+
+    A mode that goes with failure within every system, and not only because some systems
+    both fail more and show it more, keeps its odds ratio here (Simpson's paradox). Only
+    systems with both outcomes and both values of the mode inform it; with fewer than two of
+    them there is nothing to pool.
+    """
+    tables = []
+    for level in sorted(set(strata.tolist())):
+        rows = strata == level
+        p, f = present[rows], failed[rows]
+        t = np.array([[(p & f).sum(), (p & ~f).sum()], [(~p & f).sum(), (~p & ~f).sum()]], dtype=float)
+        if (t.sum(axis=0) > 0).all() and (t.sum(axis=1) > 0).all():
+            tables.append(t)
+    out = {"mh_strata": len(tables), "mh_odds_ratio": None, "mh_ci_low": None, "mh_ci_high": None}
+    if len(tables) < 2:
+        return out
+    st = StratifiedTable(np.dstack(tables))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo, hi = st.oddsratio_pooled_confint()
+        out.update({"mh_odds_ratio": num(st.oddsratio_pooled), "mh_ci_low": num(lo), "mh_ci_high": num(hi)})
     return out
 
 

@@ -10,6 +10,7 @@ mode's denominator, so ``n`` can differ between modes.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import chi2_contingency
 from statsmodels.stats.proportion import proportion_confint
 
 from annotator.report.frame import FAILED, SUCCEEDED, Frame
@@ -66,6 +67,34 @@ def by_group(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) 
         rows = values == level
         out += prevalence_records(list(frame.mode_ids), present[rows], known[rows], **{column: level})
         out += prevalence_records(cats, cp[rows], ck[rows], **{column: level})
+    return out
+
+
+def homogeneity(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[dict]:
+    """Per mode and category: does prevalence differ between the levels of ``column``?
+
+    Pearson's χ² test (scipy ``chi2_contingency``) on the levels × {present, absent} table of
+    the levels with a decided cell; with fewer than two such levels, or a mode nobody or
+    everybody shows, there is nothing to test. The smallest expected count is given, since the
+    test is unreliable below 5.
+    """
+    cats, cp, ck = categories(frame, present, known)
+    names = [*frame.mode_ids, *cats]
+    hits, decided = np.hstack([present & known, cp]), np.hstack([known, ck])
+    values = frame.groups[column]
+    levels = sorted(set(values.tolist()))
+    yes = np.stack([hits[values == level].sum(axis=0) for level in levels]) if levels else np.zeros((0, len(names)))
+    n = np.stack([decided[values == level].sum(axis=0) for level in levels]) if levels else yes
+    out = []
+    for j, name in enumerate(names):
+        rows = n[:, j] > 0
+        table = np.column_stack([yes[rows, j], n[rows, j] - yes[rows, j]])
+        rec = {"mode": name, "levels": int(rows.sum()), "chi2": None, "dof": None, "p": None, "min_expected": None}
+        if rows.sum() >= 2 and table[:, 0].any() and table[:, 1].any():
+            res = chi2_contingency(table, correction=False)
+            rec.update({"chi2": num(res.statistic), "dof": int(res.dof), "p": num(res.pvalue, None),
+                        "min_expected": num(res.expected_freq.min())})
+        out.append(rec)
     return out
 
 
