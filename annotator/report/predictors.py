@@ -140,13 +140,11 @@ def mantel_haenszel(present: np.ndarray, failed: np.ndarray, strata: np.ndarray)
     systems with both outcomes and both values of the mode inform it; with fewer than two of
     them there is nothing to pool.
     """
-    tables = []
-    for level in sorted(set(strata.tolist())):
-        rows = strata == level
-        p, f = present[rows], failed[rows]
-        t = np.array([[(p & f).sum(), (p & ~f).sum()], [(~p & f).sum(), (~p & ~f).sum()]], dtype=float)
-        if (t.sum(axis=0) > 0).all() and (t.sum(axis=1) > 0).all():
-            tables.append(t)
+    _, code = np.unique(strata, return_inverse=True)
+    cells = np.bincount(code * 4 + (1 - present.astype(int)) * 2 + (1 - failed.astype(int)),
+                        minlength=4 * (code.max() + 1 if len(code) else 0))
+    tables = [t for t in cells.reshape(-1, 2, 2).astype(float)
+              if (t.sum(axis=0) > 0).all() and (t.sum(axis=1) > 0).all()]
     out = {"mh_strata": len(tables), "mh_odds_ratio": None, "mh_ci_low": None, "mh_ci_high": None}
     if len(tables) < 2:
         return out
