@@ -127,12 +127,12 @@ def test_mantel_haenszel_hand_and_statsmodels():
         for p_, f_, k in ((1, 1, a), (1, 0, b), (0, 1, c), (0, 0, d)):
             present += [p_] * k
             failed += [f_] * k
-            strata += [system] * k
+            strata += [0 if system == "A" else 1] * k
     rec = mantel_haenszel(np.array(present, bool), np.array(failed, bool), np.array(strata))
     assert rec["mh_odds_ratio"] == pytest.approx(4.7 / 0.7) and rec["mh_strata"] == 2
     st = StratifiedTable([np.array([[6, 2], [3, 9]]), np.array([[4, 4], [2, 10]])])
     assert (rec["mh_ci_low"], rec["mh_ci_high"]) == pytest.approx(st.oddsratio_pooled_confint())
-    one = mantel_haenszel(np.array(present, bool), np.array(failed, bool), np.array(["A"] * len(present)))
+    one = mantel_haenszel(np.array(present, bool), np.array(failed, bool), np.zeros(len(present), int))
     assert one["mh_odds_ratio"] is None  # one stratum: nothing to pool
 
 

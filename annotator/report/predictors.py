@@ -101,7 +101,9 @@ def strongest(gaps: list[dict]) -> str | None:
 
 
 def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
-    """Per mode: the 2×2 table, risk ratio and odds ratio with 95% intervals, Fisher p, BH q."""
+    """Per mode: the 2×2 table, risk ratio and odds ratio with 95% intervals, Fisher p, BH q, and
+    the Mantel–Haenszel odds ratio over systems."""
+    systems = np.unique(frame.groups["system"], return_inverse=True)[1]
     out = []
     for j, mode in enumerate(frame.mode_ids):
         rows = known[:, j] & (frame.failed != -1)
@@ -120,7 +122,7 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
                 rec.update({"risk_ratio": num(t.riskratio), "rr_ci_low": num(rr_lo), "rr_ci_high": num(rr_hi),
                             "odds_ratio": num(t.oddsratio), "or_ci_low": num(or_lo), "or_ci_high": num(or_hi)})
             rec["fisher_p"] = num(fisher_exact([[a, b], [c, d]]).pvalue, None)
-        rec.update(mantel_haenszel(p, f, frame.groups["system"][rows]))
+        rec.update(mantel_haenszel(p, f, systems[rows]))
         out.append(rec)
     pvals = [r["fisher_p"] for r in out]
     defined = [i for i, p in enumerate(pvals) if p is not None]
@@ -135,12 +137,14 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
 def mantel_haenszel(present: np.ndarray, failed: np.ndarray, strata: np.ndarray) -> dict:
     """The odds ratio pooled over systems (Mantel–Haenszel, statsmodels ``StratifiedTable``).
 
+    ``strata`` numbers each row's system (0, 1, ...).
+
     A mode that goes with failure within every system, and not only because some systems
     both fail more and show it more, keeps its odds ratio here (Simpson's paradox). Only
     systems with both outcomes and both values of the mode inform it; with fewer than two of
     them there is nothing to pool.
     """
-    _, code = np.unique(strata, return_inverse=True)
+    code = np.asarray(strata, dtype=np.int64)
     cells = np.bincount(code * 4 + (1 - present.astype(int)) * 2 + (1 - failed.astype(int)),
                         minlength=4 * (code.max() + 1 if len(code) else 0))
     tables = [t for t in cells.reshape(-1, 2, 2).astype(float)
