@@ -102,6 +102,7 @@ def test_consensus_reports_ties_and_majorities(db):
     label_all(db, "t1", "bob", set())
     doc = build_report(db, "consensus", TAX, replicates=0)
     assert doc.header["counts"]["consensus_ties"] == 1  # t1 FM-2.1: 1 present vs 1 absent
+    assert doc.table("consensus_ties").records == [{"trajectory": "t1", "mode": "FM-2.1"}]
     rows = {r["trajectory"]: r["present"] for r in doc.table("trajectories").records}
     assert rows == {"t0": "FM-1.1 FM-1.2", "t1": ""}
     prev = {r["mode"]: r for r in doc.table("prevalence").records}

@@ -124,6 +124,12 @@ def build_report(
     replicated = plan.run(replicates, seed)
 
     sections = [Section("Per trajectory", [per_trajectory(frame, present, lab.onset, row_limit)])]
+    if lab.ties:
+        shown = lab.ties if row_limit is None else lab.ties[:row_limit]
+        sections[0].tables.append(Table(
+            "consensus_ties", "Consensus ties: as many people said present as absent (left undecided)",
+            ["trajectory", "mode"], [{"trajectory": str(frame.ids[r]), "mode": frame.mode_ids[c]} for r, c in shown],
+            total_rows=len(lab.ties)))
 
     prev_tables = [Table("prevalence", "Prevalence per mode and category (share of trajectories, Wilson 95% CI)",
                          ["mode", "n", "count", "prevalence", "ci_low", "ci_high"],
