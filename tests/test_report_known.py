@@ -131,3 +131,24 @@ def test_prevalence_homogeneity_by_system(known_db):
     assert rows["FM-1.1"]["p"] == pytest.approx(expected.pvalue, rel=1e-6)
     assert (rows["FM-1.1"]["levels"], rows["FM-1.1"]["dof"]) == (2, 1)
     assert rows["FM-2.2"]["chi2"] is None  # never present: nothing to test
+
+
+def test_first_onset_against_who_and_when_attributions(db, shared_data):
+    from annotator.importers.service import import_paths
+    from annotator.store.attributions import attributions
+    from annotator.store.trajectories import get_step
+
+    files = [shared_data / "who_and_when" / f"Hand-Crafted_{i}.json" for i in (1, 2, 3)]
+    assert not import_paths(db, files).failed
+    blamed = {a.trajectory_id: a for a in attributions(db)}
+    (t1, a1), (t2, a2), (t3, _) = sorted(blamed.items())
+    label_all(db, t1, "alice", {"FM-1.1": a1.step, "FM-2.3": a1.step + 4})  # first onset on the step
+    label_all(db, t2, "alice", {"FM-3.2": a2.step + 2})  # two steps late
+    label_all(db, t3, "alice", set())  # no onset: not compared
+    doc = build_report(db, "alice", TAX, replicates=0)
+    row = doc.table("attributions").records[0]
+    assert (row["attributed_by"], row["trajectories"]) == ("who-and-when", 2)
+    assert (row["exact"], row["within_1"], row["within_3"], row["mean_abs_diff"]) == (0.5, 0.5, 1.0, 1.0)
+    same = [get_step(db, t1, a1.step).agent == a1.agent, get_step(db, t2, a2.step + 2).agent == a2.agent]
+    assert row["with_agent"] == 2 and row["same_agent"] == pytest.approx(sum(same) / 2)
+    assert same[0]  # the blamed step is the blamed agent's

@@ -201,6 +201,14 @@ def build_report(
         Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"],
               onsets.relative_histogram(frame, present, lab.onset)),
     ]))
+    attributed = onsets.against_attributions(db, frame, present, lab.onset)
+    if attributed:
+        sections[-1].tables.append(Table(
+            "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
+            ["attributed_by", "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff",
+             "with_agent", "same_agent"], attributed,
+            ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
+             " is the earliest over all modes present."]))
     head = header("report", frame, [source], seed, replicates)
     head["strongest_predictor"] = top
     head["by"] = list(by)

@@ -31,7 +31,7 @@ def _interval_of(column: str) -> tuple[str, str, str] | None:
 
 #: Columns holding text rather than numbers, and the widest the terminal lets them get.
 TEXT_COLUMNS = {"title": 26, "present": 30, "pair": 30, "term": 24, "trajectory": 16, "system": 16, "model": 16,
-                "outcome": 8, "mode": 18, "with": 8, "source": 16, "benchmark": 16}
+                "outcome": 8, "mode": 18, "with": 8, "source": 16, "benchmark": 16, "attributed_by": 16}
 #: Column names that keep their underscore in headings (a statistic's usual notation).
 _VERBATIM = {"p_o"}
 

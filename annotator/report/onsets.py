@@ -1,4 +1,5 @@
-"""Where things break: onset steps of the modes, absolute and relative to the trajectory length.
+"""Where things break: onset steps of the modes, absolute and relative to the trajectory length,
+and the first onset against decisive-error attributions (Who&When) where a trajectory has one.
 
 An onset is the step where a mode first shows (0-based). Relative onset = onset / number of
 steps, so 0 is the first step and values near 1 the end of the run. "Comes first" counts, per
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sqlite_utils import Database
+
 from annotator.report.frame import Frame
 from annotator.report.tables import num
+from annotator.store import bulk
 
 
 def _quantiles(values: np.ndarray) -> dict:
@@ -54,3 +58,34 @@ def relative_histogram(frame: Frame, present: np.ndarray, onset: np.ndarray, bin
     rel = rel[~np.isnan(rel)]
     counts, edges = np.histogram(np.clip(rel, 0, 1), bins=bins, range=(0, 1))
     return [{"from": num(edges[i], 3), "to": num(edges[i + 1], 3), "onsets": int(counts[i])} for i in range(bins)]
+
+
+def against_attributions(db: Database, frame: Frame, present: np.ndarray, onset: np.ndarray) -> list[dict]:
+    """The source's first onset against each decisive-error attribution (Who&When's "when" and "who").
+
+    Per attributing source, over the counted trajectories it attributed to a step and where
+    the label source gave an onset: how often the earliest onset is the attributed step
+    (exact, within 1 and 3 steps; step indices compared as integers), the mean absolute
+    distance, and how often that earliest step belongs to the attributed agent.
+    """
+    on = np.where(present, onset, np.nan)
+    with np.errstate(all="ignore"):
+        first = np.where(np.isnan(on).all(axis=1), np.nan, np.nanmin(np.where(np.isnan(on), np.inf, on), axis=1))
+    index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
+    by_source: dict[str, list[tuple[str, int, int, str | None]]] = {}
+    for tid, source, step, agent in bulk.attribution_rows(db):
+        i = index.get(tid)
+        if i is not None and step is not None and not np.isnan(first[i]):
+            by_source.setdefault(source, []).append((tid, int(first[i]), int(step), agent))
+    agents = bulk.step_agents(db, sorted({(t, f) for rows in by_source.values() for t, f, _, _ in rows}))
+    out = []
+    for source, rows in sorted(by_source.items()):
+        diff = np.array([abs(f - s) for _, f, s, _ in rows])
+        named = [(agents.get((t, f)), a) for t, f, _, a in rows if a is not None]
+        out.append({
+            "attributed_by": source, "trajectories": len(rows), "exact": num((diff == 0).mean()),
+            "within_1": num((diff <= 1).mean()), "within_3": num((diff <= 3).mean()),
+            "mean_abs_diff": num(diff.mean()), "median_abs_diff": num(np.median(diff)),
+            "with_agent": len(named), "same_agent": num(np.mean([s == a for s, a in named])) if named else None,
+        })
+    return out

@@ -24,7 +24,8 @@ from annotator.report.formatting import (
 )
 from annotator.report.tables import Document, Table
 
-_KEYS = ("trajectory", "pair", "source", "system", "model", "benchmark", "mode", "with", "term", "rank")
+_KEYS = ("trajectory", "pair", "source", "attributed_by", "system", "model", "benchmark", "mode", "with", "term",
+         "rank")
 
 
 def _width(header: str, cells: list[str]) -> int:

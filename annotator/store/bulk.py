@@ -4,7 +4,8 @@ A report over 100,000 trajectories touches millions of (trajectory, annotator, m
 Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
 let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
 not "absent" as a string of integer codes that numpy parses in one call; exports stream a
-source's labels from a cursor. The bulk inserts at the end exist for generating large databases (benchmarks) without a Python call per label.
+source's labels from a cursor. The bulk inserts at the end exist for generating large
+databases (benchmarks) without a Python call per label.
 """
 
 from __future__ import annotations
@@ -56,6 +57,26 @@ def trajectory_rows(
     if where:
         sql += " WHERE " + " AND ".join(where)
     return db.execute(sql + " ORDER BY t.id", params).fetchall()
+
+
+def attribution_rows(db: Database) -> list[tuple[str, str, int | None, str | None]]:
+    """(trajectory id, attributed by, step, agent) of every decisive-error attribution."""
+    sql = "SELECT trajectory_id, annotator, step, agent FROM attributions ORDER BY trajectory_id"
+    return db.execute(sql).fetchall()
+
+
+def step_agents(db: Database, cells: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """The agent of each (trajectory id, step index) asked for that exists."""
+    out: dict[tuple[str, int], str | None] = {}
+    for start in range(0, len(cells), 400):
+        chunk = cells[start:start + 400]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        rows = db.execute(
+            f"SELECT trajectory_id, idx, agent FROM steps WHERE (trajectory_id, idx) IN (VALUES {values})",
+            [v for cell in chunk for v in cell],
+        ).fetchall()
+        out.update({(t, i): agent for t, i, agent in rows})
+    return out
 
 
 def count_trajectories(db: Database) -> int:
