@@ -18,7 +18,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0"]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium); .ci/run installs it")
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="Chromium is not installed (apt-get install chromium); .ci/run installs it")
 def test_html_report_renders_in_chromium(db, tmp_path):
     known_prevalence_db(db)
     add_trajectory(db, "evil", title='<script>console.error("injected")</script>', outcome="failure")

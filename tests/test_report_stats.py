@@ -83,7 +83,8 @@ def test_alpha_hand_and_reference_package():
     # α = 1 - (n - 1) · 2·o10 / (2·n1·n0) = 1 - 7·2/30 = 8/15
     r = np.array([[1, 0, 1, 0], [1, 0, 0, 0]], dtype=float)
     assert krippendorff_alpha_nominal(r, n_coders=2) == pytest.approx(8 / 15)
-    assert alpha_from_coincidences(*(x.sum() for x in coincidences((r == 1).sum(axis=0), (r == 0).sum(axis=0)))) == pytest.approx(8 / 15)
+    terms = coincidences((r == 1).sum(axis=0), (r == 0).sum(axis=0))
+    assert alpha_from_coincidences(*(x.sum() for x in terms)) == pytest.approx(8 / 15)
     assert krippendorff.alpha(reliability_data=r, level_of_measurement="nominal") == pytest.approx(8 / 15)
     rng = np.random.default_rng(3)
     for n_coders, cats in ((3, 2), (4, 3)):

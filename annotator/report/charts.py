@@ -115,7 +115,8 @@ def histogram(doc: Document) -> Chart | None:
     for i, r in enumerate(rows):
         h = r["trajectories"] / peak * height
         x = left + i * bar
-        chart.shapes.append(Shape(x, 20 + height - h, bar - 4, h, "#7f8c8d", f"{r['modes']} modes: {r['trajectories']}"))
+        tip = f"{r['modes']} modes: {r['trajectories']}"
+        chart.shapes.append(Shape(x, 20 + height - h, bar - 4, h, "#7f8c8d", tip))
         chart.labels.append(Label(x + bar / 2 - 2, 20 + height + 14, str(r["modes"]), "middle"))
         if r["trajectories"]:
             chart.labels.append(Label(x + bar / 2 - 2, 16 + height - h, str(r["trajectories"]), "middle"))

@@ -181,7 +181,8 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
         notes.append(f"{int((~rows).sum())} trajectories left out (unknown outcome or an undecided mode)")
     y = (frame.failed[rows] == FAILED).astype(float)
     if len(y) == 0 or y.all() or not y.any():
-        return LogitResult("not fitted", [], int(len(y)), notes + ["not fitted: needs failed and successful trajectories"])
+        notes.append("not fitted: needs failed and successful trajectories")
+        return LogitResult("not fitted", [], int(len(y)), notes)
     names, columns = [], []
     for j in cols:
         x = present[rows, j]
