@@ -180,13 +180,16 @@ def test_the_api_key_is_never_stored_printed_or_logged(db, db_path, server, tmp_
         proc = subprocess.run([*MAST, "--db", str(db_path), "prelabel", *args], env=env(), capture_output=True,
                               text=True, timeout=60)
         outputs += [proc.stdout, proc.stderr]
-    for cmd in (["list", "--json"], ["show", "t000"]):
+    for cmd in (["list", "--json"], ["show", "t000"], ["report", "-s", "run:1"],
+                ["report", "-s", "run:2", "--format", "html", "-o", str(tmp_path / "report.html")],
+                ["report", "-s", "run:1", "--format", "json", "-o", str(tmp_path / "report.json")],
+                ["export", "-s", "run:1,run:2", "--format", "jsonl", "-o", str(tmp_path / "labels.jsonl")]):
         proc = subprocess.run([*MAST, "--db", str(db_path), *cmd], env=env(), capture_output=True, text=True)
         outputs += [proc.stdout, proc.stderr]
     assert any(e["authorization"] == f"Bearer {API_KEY}" for e in server.chat_requests())  # it was used
     assert "failed: broken" in " ".join(outputs)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.name == "mast.db" for p in files)
+    assert {"mast.db", "report.html", "report.json", "labels.jsonl"} <= {p.name for p in files}
     for p in files:
         assert API_KEY.encode() not in p.read_bytes(), p
     assert all(API_KEY not in o for o in outputs)
