@@ -7,7 +7,6 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -229,9 +228,9 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
 
 
 def _default_annotator() -> str:
-    import getpass
+    from annotator.annotation import default_annotator
 
-    return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
+    return default_annotator()
 
 
 @main.command("show")
@@ -336,6 +335,42 @@ def formats_cmd():
     for name, imp in registry().items():
         table.add_row(name, imp.description)
     out.print(table)
+
+
+# ---- annotate
+
+
+@main.command("annotate")
+@click.argument("paths", nargs=-1)
+@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
+@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels and task outcomes (agreement studies).")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
+@click.pass_context
+@handled
+def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
+    """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
+
+    PATHS, if given, are imported first (files or folders, as with `mast import`). Every tag is
+    saved the moment it is made; press ? in the app for the keys.
+
+    \b
+    Examples:
+      mast annotate                          # annotate what is in ./mast.db
+      mast --db study.db annotate runs/      # import runs/, then annotate
+      mast annotate --annotator alice --blind
+      mast annotate --taxonomy my-codebook.yaml
+    """
+    from annotator.importers.service import import_paths
+    from annotator.tui.app import make_app
+
+    tax = _taxonomy(taxonomy_path)
+    if paths:
+        db = _open(ctx)
+        summary = import_paths(db, paths)
+        db.close()
+        for f in summary.failed:
+            err.print(Text(f"skipped: {f.error}", style="yellow"))
+    make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,93 @@
+"""The step list: one line per step, drawn lazily so a 10,000-step trajectory opens at once.
+
+A line-API scroll view: only the lines on screen are rendered, and their previews come from
+``store.trajectories.step_previews`` in windows of ``WINDOW`` steps (the first characters of
+each step's content), cached; full step contents are never read here.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from sqlite_utils import Database
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from annotator.render import KIND_ICONS, one_line
+from annotator.store.trajectories import StepPreview, step_previews
+from annotator.tui.widgets.text import agent_colour
+
+WINDOW = 200
+_CACHE_LIMIT = 20 * WINDOW
+_AGENT_WIDTH = 14
+_CURSOR = Style(bgcolor="#264f78", bold=True)
+
+
+class StepList(ScrollView, can_focus=False):
+    """Index, agent (stable colour), kind icon, marks and a one-line preview for each visible step."""
+
+    DEFAULT_CSS = """
+    StepList { height: 1fr; }
+    """
+
+    def __init__(self, db: Database, trajectory_id: str, count: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._db = db
+        self._trajectory_id = trajectory_id
+        self._cache: dict[int, StepPreview] = {}
+        self.cursor = 0
+        self.count = count
+        self.marks: dict[int, str] = {}
+        self.virtual_size = Size(0, count)
+
+    def show(self, count: int, cursor: int) -> None:
+        """Show the first ``count`` steps with the cursor on ``cursor``, keeping it in view."""
+        self.count = count
+        self.cursor = cursor
+        self.virtual_size = Size(self.size.width, count)
+        top = round(self.scroll_offset.y)
+        height = max(self.size.height, 1)
+        if cursor < top:
+            self.scroll_to(y=cursor, animate=False, immediate=True)
+        elif cursor >= top + height:
+            self.scroll_to(y=cursor - height + 1, animate=False, immediate=True)
+        self.refresh()
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        self.marks = marks
+        self.refresh()
+
+    def preview(self, index: int) -> StepPreview | None:
+        if index not in self._cache:
+            if len(self._cache) > _CACHE_LIMIT:
+                self._cache.clear()
+            start = index - index % WINDOW
+            for p in step_previews(self._db, self._trajectory_id, start, WINDOW):
+                self._cache[p.index] = p
+        return self._cache.get(index)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        index = round(self.scroll_offset.y) + y
+        if index >= self.count:
+            return Strip.blank(width)
+        p = self.preview(index)
+        if p is None:
+            return Strip.blank(width)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{self.marks.get(index, ''):<2}", style="bold #ffd75f")
+        text.append(f"{index:>5} ", style="grey62")
+        agent = one_line(p.agent or "", _AGENT_WIDTH)
+        text.append(f"{agent:<{_AGENT_WIDTH}} ", style=agent_colour(p.agent))
+        icon = KIND_ICONS.get(p.kind, "•")
+        text.append(icon + " " * max(0, 2 - cell_len(icon)) + " ")
+        if p.tool_name:
+            text.append(one_line(p.tool_name, 24) + " ", style="bold #ffaf5f")
+        text.append(one_line(p.preview, width))
+        segments = list(text.render(self.app.console))
+        strip = Strip(segments).crop_extend(0, width, None)
+        if index == self.cursor:
+            strip = strip.apply_style(_CURSOR)
+        return strip.apply_style(self.rich_style)

@@ -1,0 +1,110 @@
+"""The taxonomy panel: every mode grouped by category, with its key and its state for the annotator.
+
+Own labels (present with onset, absent, accepted from a run), machine suggestions (confidence,
+cited steps, ungrounded flag, decision) and other people's tags are drawn in distinct styles;
+in blind mode only the annotator's own labels are passed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from annotator.annotation import Suggestion
+from annotator.models import Label
+from annotator.render import inert, one_line
+from taxonomy import Taxonomy
+
+
+#: Columns for a mode name: the longest MAST name fits.
+NAME_WIDTH = 33
+
+
+@dataclass
+class PanelState:
+    """What the panel shows; built by the replay screen from the annotation session."""
+
+    taxonomy: Taxonomy
+    cursor: str
+    labels: dict[str, Label] = field(default_factory=dict)
+    suggestions: dict[str, list[Suggestion]] = field(default_factory=dict)
+    others: dict[str, list[Label]] = field(default_factory=dict)
+
+
+def _own(label: Label | None) -> Text:
+    if label is None:
+        return Text("·", style="grey50")
+    if label.verdict == "absent":
+        return Text("absent", style="grey62")
+    out = Text(f"● @{label.onset_step}", style="bold #ff5f5f")
+    if label.evidence_steps:
+        out.append(" +" + ",".join(str(s) for s in label.evidence_steps), style="#ff8787")
+    return out
+
+
+def _suggestion(s: Suggestion) -> Text:
+    run = s.label.annotator.removeprefix("run:")
+    kind = s.run.kind if s.run else s.label.provenance
+    out = Text(f"    ◇ run {run} {kind}", style="#d7afff")
+    if s.label.confidence is not None:
+        out.append(f" {s.label.confidence:.2f}", style="#d7afff")
+    if s.cited_steps:
+        out.append(" → " + " ".join(f"#{i}" for i in s.cited_steps), style="#d7afff")
+    if s.label.grounded is False:
+        out.append(" ⚠ ungrounded", style="bold #ffaf00")
+    if s.decision:
+        out.append(f" [{s.decision}]", style="grey62")
+    else:
+        out.append(" (A accept · X reject)", style="grey50")
+    return out
+
+
+def render_panel(state: PanelState) -> Text:
+    out = Text()
+    tax = state.taxonomy
+    for cat in tax.categories:
+        out.append(f"{cat.id} {cat.name}\n", style="bold underline")
+        for mode in tax.modes_in(cat.id):
+            line = Text()
+            line.append(f" {mode.hotkey} ", style="bold reverse")
+            line.append(f" {mode.code:<4} ", style="bold")
+            line.append(one_line(mode.name, NAME_WIDTH).ljust(NAME_WIDTH))
+            line.append(" ")
+            own = state.labels.get(mode.id)
+            line.append_text(_own(own))
+            if mode.id == state.cursor:
+                line.stylize("on #3a3a5f")
+            out.append_text(line)
+            out.append("\n")
+            if own is not None and own.provenance == "accepted":
+                out.append(f"    accepted from run {own.run_id}\n", style="#d7afff")
+            if own is not None and (own.note or own.quote):
+                detail = " · ".join(x for x in (own.quote and f'"{own.quote}"', own.note and f"note: {own.note}") if x)
+                out.append(Text("    " + one_line(detail, 52) + "\n", style="italic grey70"))
+            for s in state.suggestions.get(mode.id, []):
+                out.append_text(_suggestion(s))
+                out.append("\n")
+            others = state.others.get(mode.id, [])
+            if others:
+                shown = ", ".join(
+                    f"{o.annotator} {'@' + str(o.onset_step) if o.verdict == 'present' else o.verdict}"
+                    for o in others
+                )
+                out.append(Text(f"    others: {inert(shown)}\n", style="#87afaf"))
+        out.append("\n")
+    return out
+
+
+class TaxonomyPanel(VerticalScroll, can_focus=False):
+    DEFAULT_CSS = """
+    TaxonomyPanel { width: 62; }
+    """
+
+    def compose(self):
+        yield Static(id="taxonomy-body")
+
+    def show(self, state: PanelState) -> None:
+        self.query_one("#taxonomy-body", Static).update(render_panel(state))
