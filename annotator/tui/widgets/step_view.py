@@ -92,12 +92,12 @@ def render_step(step: Step, *, full: bool = False) -> RenderableType:
         else:
             parts.append(body(shown))
     if len(shown) < len(content):
-        parts.append(
-            Text(
-                f"… {len(content) - len(shown):,} more characters ({len(content):,} in all): press L to show the whole step",
-                style="bold #ffd75f",
-            )
+        cut = Text(
+            f"showing the first {len(shown):,} of {len(content):,} characters: press L to show the whole step",
+            style="bold #ffd75f",
         )
+        parts[1:1] = [cut]
+        parts.append(cut)
     return Group(*parts)
 
 
