@@ -180,9 +180,9 @@ async def test_long_step_is_cut_and_L_shows_all(tmp_path, read_screen):
     app = make_app(path, "alice")
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, "big")
-        assert "press L to show the whole step" in read_screen(app)
+        assert "characters shown · L shows all" in read_screen(app)
         await pilot.press("L")
-        assert screen.full and "press L" not in read_screen(app)
+        assert screen.full and "L shows all" not in read_screen(app)
 
 
 async def test_next_previous_trajectory_help_and_back(tui_db, read_screen):

@@ -93,7 +93,7 @@ def render_step(step: Step, *, full: bool = False) -> RenderableType:
             parts.append(body(shown))
     if len(shown) < len(content):
         cut = Text(
-            f"showing the first {len(shown):,} of {len(content):,} characters: press L to show the whole step",
+            f"first {len(shown):,} of {len(content):,} characters shown · L shows all",
             style="bold #ffd75f",
         )
         parts[1:1] = [cut]

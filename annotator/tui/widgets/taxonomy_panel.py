@@ -58,7 +58,7 @@ def _suggestion(s: Suggestion) -> Text:
     if s.decision:
         out.append(f" [{s.decision}]", style="grey62")
     else:
-        out.append(" (A accept · X reject)", style="grey50")
+        out.append(" A/X", style="grey50")
     return out
 
 
@@ -100,7 +100,7 @@ def render_panel(state: PanelState) -> Text:
 
 class TaxonomyPanel(VerticalScroll, can_focus=False):
     DEFAULT_CSS = """
-    TaxonomyPanel { width: 62; }
+    TaxonomyPanel { width: 58; }
     """
 
     def compose(self):
