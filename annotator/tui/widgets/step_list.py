@@ -72,10 +72,10 @@ class StepList(ScrollView, can_focus=False):
         width = self.size.width
         index = round(self.scroll_offset.y) + y
         if index >= self.count:
-            return Strip.blank(width)
+            return Strip.blank(width, self.rich_style)
         p = self.preview(index)
         if p is None:
-            return Strip.blank(width)
+            return Strip.blank(width, self.rich_style)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{self.marks.get(index, ''):<2}", style="bold #ffd75f")
         text.append(f"{index:>5} ", style="grey62")
