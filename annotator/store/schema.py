@@ -180,3 +180,47 @@ def _m001_initial(db: Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX idx_decisions ON suggestion_decisions(trajectory_id, annotator)")
+
+
+@MIGRATIONS(name="003_tui")
+def _m003_tui(db: Database) -> None:
+    """Step heads: each step's list line (agent, kind, tool, first 240 characters) and length.
+
+    SQLite reads a TEXT value whole even for ``substr`` or ``length``, so listing the steps of a
+    trajectory with multi-megabyte tool outputs read megabytes per window of the step list.
+    This small table, kept in step with ``steps`` by triggers, lets the annotation app draw
+    any window of a 10,000-step trajectory, and learn a step's length, without touching the
+    contents.
+    """
+    db.execute(
+        """
+        CREATE TABLE step_heads (
+            trajectory_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            agent TEXT,
+            kind TEXT NOT NULL,
+            tool_name TEXT,
+            preview TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (trajectory_id, idx)
+        ) WITHOUT ROWID"""
+    )
+    copy = (
+        "INSERT OR REPLACE INTO step_heads (trajectory_id, idx, agent, kind, tool_name, preview, length)"
+        " VALUES (new.trajectory_id, new.idx, new.agent, new.kind, new.tool_name, substr(new.content, 1, 240),"
+        " length(new.content));"
+    )
+    db.execute(f"CREATE TRIGGER step_heads_insert AFTER INSERT ON steps BEGIN {copy} END")
+    db.execute(
+        "CREATE TRIGGER step_heads_update AFTER UPDATE ON steps BEGIN"
+        " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx;"
+        f" {copy} END"
+    )
+    db.execute(
+        "CREATE TRIGGER step_heads_delete AFTER DELETE ON steps BEGIN"
+        " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx; END"
+    )
+    db.execute(
+        "INSERT INTO step_heads (trajectory_id, idx, agent, kind, tool_name, preview, length)"
+        " SELECT trajectory_id, idx, agent, kind, tool_name, substr(content, 1, 240), length(content) FROM steps"
+    )

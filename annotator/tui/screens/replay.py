@@ -16,11 +16,12 @@ from textual.widgets import Footer, Static
 from annotator.annotation import AnnotationSession
 from annotator.errors import AnnotatorError
 from annotator.models import Decision
+from annotator.store.step_heads import get_step_head
 from annotator.store.trajectories import get_step, search_steps
 from annotator.tui.keys import replay_bindings
 from annotator.tui.screens.modals import ConfirmScreen, DefinitionScreen, HelpScreen, TextPrompt
 from annotator.tui.widgets.step_list import StepList
-from annotator.tui.widgets.step_view import StepView
+from annotator.tui.widgets.step_view import SHOWN_CHARS, StepView
 from annotator.tui.widgets.taxonomy_panel import PanelState, TaxonomyPanel
 from annotator.tui.widgets.text import line
 
@@ -120,8 +121,12 @@ class ReplayScreen(Screen[None]):
         self._show_step()
 
     def _show_step(self) -> None:
-        step = get_step(self.session.db, self.session.trajectory_id, self.cursor)
-        self.query_one(StepView).show(step, full=self.full)
+        db, tid = self.session.db, self.session.trajectory_id
+        if self.full:
+            step = get_step(db, tid, self.cursor)
+            self.query_one(StepView).show(step, len(step.content))
+        else:
+            self.query_one(StepView).show(*get_step_head(db, tid, self.cursor, SHOWN_CHARS))
 
     def _guard(self, fn, *args):
         """Run a session call; an expected failure becomes a status message (and FAILED), not a crash."""

@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from sqlite_utils import Database
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -41,19 +41,32 @@ class StepList(ScrollView, can_focus=False):
         self.count = count
         self.marks: dict[int, str] = {}
         self.virtual_size = Size(0, count)
+        self._base_style = Style()
 
     def show(self, count: int, cursor: int) -> None:
-        """Show the first ``count`` steps with the cursor on ``cursor``, keeping it in view."""
+        """Show the first ``count`` steps with the cursor on ``cursor``, keeping it in view.
+
+        Only the two lines whose cursor state changed are redrawn, unless the list scrolled
+        or grew.
+        """
+        previous, self.cursor = self.cursor, cursor
+        redraw_all = count != self.count
         self.count = count
-        self.cursor = cursor
-        self.virtual_size = Size(self.size.width, count)
+        if self.virtual_size.height != count:
+            self.virtual_size = Size(self.size.width, count)
         top = round(self.scroll_offset.y)
         height = max(self.size.height, 1)
         if cursor < top:
             self.scroll_to(y=cursor, animate=False, immediate=True)
+            redraw_all = True
         elif cursor >= top + height:
             self.scroll_to(y=cursor - height + 1, animate=False, immediate=True)
-        self.refresh()
+            redraw_all = True
+        if redraw_all:
+            self.refresh()
+        else:
+            width = self.size.width
+            self.refresh(Region(0, previous - top, width, 1), Region(0, cursor - top, width, 1))
 
     def set_marks(self, marks: dict[int, str]) -> None:
         self.marks = marks
@@ -68,14 +81,18 @@ class StepList(ScrollView, can_focus=False):
                 self._cache[p.index] = p
         return self._cache.get(index)
 
+    def render_lines(self, crop):
+        self._base_style = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         index = round(self.scroll_offset.y) + y
         if index >= self.count:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style)
         p = self.preview(index)
         if p is None:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._base_style)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{self.marks.get(index, ''):<2}", style="bold #ffd75f")
         text.append(f"{index:>5} ", style="grey62")
@@ -90,4 +107,4 @@ class StepList(ScrollView, can_focus=False):
         strip = Strip(segments).crop_extend(0, width, None)
         if index == self.cursor:
             strip = strip.apply_style(_CURSOR)
-        return strip.apply_style(self.rich_style)
+        return strip.apply_style(self._base_style)

@@ -2,7 +2,7 @@
 
 Tool calls show the tool name and their arguments (pretty JSON) in a block of their own; tool
 results say which tool and which call produced them. Content beyond ``SHOWN_CHARS`` is cut
-with a note, and ``L`` shows the whole step, so a multi-megabyte tool output never slows down
+with a note (only that much is read from the database), and ``L`` shows the whole step, so a multi-megabyte tool output never slows down
 moving between steps. All text is inert (see ``widgets.text``); Syntax never parses markup.
 """
 
@@ -14,16 +14,18 @@ import orjson
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.style import Style
 from rich.text import Text
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from annotator.models import Step
 from annotator.render import KIND_ICONS, inert
 from annotator.tui.widgets.text import agent_colour, plain
 
-#: Characters of a step rendered at first; the rest on demand.
-SHOWN_CHARS = 20_000
+#: Characters of a step read and rendered at first; the rest on demand.
+SHOWN_CHARS = 10_000
 _FENCE = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
 _THEME = "monokai"
 
@@ -62,8 +64,8 @@ def body(text: str) -> RenderableType:
     return Group(*parts)
 
 
-def render_step(step: Step, *, full: bool = False) -> RenderableType:
-    """The whole step view for ``step``: heading, tool block, content, truncation note."""
+def render_step(step: Step, total: int) -> RenderableType:
+    """The step view for ``step``, whose content may be the first part of ``total`` characters."""
     head = Text()
     head.append(f"#{step.index} ", style="bold")
     head.append(inert(step.agent or step.role or "?"), style=f"bold {agent_colour(step.agent)}")
@@ -73,6 +75,11 @@ def render_step(step: Step, *, full: bool = False) -> RenderableType:
     if step.timestamp:
         head.append(f"  {step.timestamp:%Y-%m-%d %H:%M:%S}", style="grey50")
     parts: list[RenderableType] = [head]
+    shown = step.content or ""
+    cut = None
+    if len(shown) < total:
+        cut = Text(f"first {len(shown):,} of {total:,} characters shown · L shows all", style="bold #ffd75f")
+        parts.append(cut)
     if step.kind == "tool_call" and (step.tool_name or step.tool_args):
         args = step.tool_args or ""
         pretty = _json(args)
@@ -84,35 +91,61 @@ def render_step(step: Step, *, full: bool = False) -> RenderableType:
         if step.link is not None:
             note.append(f" (call at step #{step.link})", style="grey62")
         parts.append(note)
-    content = step.content or ""
-    shown = content if full or len(content) <= SHOWN_CHARS else content[:SHOWN_CHARS]
     if shown:
         if step.tool_name and step.kind != "tool_call":
             parts.append(Panel(body(shown), border_style="#87d75f"))
         else:
             parts.append(body(shown))
-    if len(shown) < len(content):
-        cut = Text(
-            f"first {len(shown):,} of {len(content):,} characters shown · L shows all",
-            style="bold #ffd75f",
-        )
-        parts[1:1] = [cut]
+    if cut is not None:
         parts.append(cut)
     return Group(*parts)
 
 
-class StepView(VerticalScroll, can_focus=False):
-    """Scrollable view of one step."""
+class StepView(ScrollView, can_focus=False):
+    """Scrollable view of one step, rendered once per step into lines that scroll without redrawing."""
 
     DEFAULT_CSS = """
     StepView { height: 1fr; }
-    StepView > Static { width: 1fr; }
     """
 
-    def compose(self):
-        yield Static(id="step-body")
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._step: Step | None = None
+        self._total = 0
+        self._lines: list[Strip] = []
+        self._width = 0
+        self._base_style = Style()
 
-    def show(self, step: Step | None, *, full: bool = False) -> None:
-        content = self.query_one("#step-body", Static)
-        content.update(Text("(no step)") if step is None else render_step(step, full=full))
-        self.scroll_home(animate=False)
+    def show(self, step: Step | None, total: int = 0) -> None:
+        """Show ``step``; its content may be the first part of ``total`` characters."""
+        self._step, self._total = step, max(total, len(step.content) if step else 0)
+        self._layout_lines(self.scrollable_content_region.width)
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self._layout_lines(self.scrollable_content_region.width)
+
+    def _layout_lines(self, width: int) -> None:
+        self._width = width
+        if width <= 0:
+            self._lines = []
+            return
+        renderable = Text("(no step)") if self._step is None else render_step(self._step, self._total)
+        console = self.app.console
+        lines = console.render_lines(renderable, console.options.update_width(width), pad=True)
+        self._lines = [Strip(line, width) for line in lines]
+        # Short steps keep one virtual size (the viewport), so moving between them needs no layout.
+        size = Size(width, max(len(self._lines), self.scrollable_content_region.height))
+        if self.virtual_size != size:
+            self.virtual_size = size
+        self.refresh()
+
+    def render_lines(self, crop):
+        self._base_style = self.rich_style
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        index = round(self.scroll_offset.y) + y
+        if index >= len(self._lines):
+            return Strip.blank(self._width, self._base_style)
+        return self._lines[index].apply_style(self._base_style)
