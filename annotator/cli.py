@@ -362,8 +362,10 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
     """
     from annotator.importers.service import import_paths
     from annotator.tui.app import make_app
+    from annotator.tui.keys import check_hotkeys
 
     tax = _taxonomy(taxonomy_path)
+    check_hotkeys(tax)
     if paths:
         db = _open(ctx)
         summary = import_paths(db, paths)
