@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from annotator.models import Step, Trajectory
-from annotator.store.step_heads import get_step_head
+from annotator.store.step_heads import HEAD_CHARS, get_step_head
 from annotator.store.trajectories import delete_trajectory, get_step, save_trajectory, step_previews
 
 
@@ -28,8 +28,10 @@ def test_heads_follow_the_steps(db):
 
 
 def test_step_head_is_cut_without_raw(db):
-    save_trajectory(db, _traj("z" * 5000, "1"))
-    step, total = get_step_head(db, "t", 0, 100)
-    assert (step.content, total, step.raw, step.tool_name) == ("z" * 100, 5000, None, "cat")
+    save_trajectory(db, _traj("z" * (HEAD_CHARS + 500), "1"))
+    step, total = get_step_head(db, "t", 0)
+    assert (step.content, total, step.raw, step.tool_name) == ("z" * HEAD_CHARS, HEAD_CHARS + 500, None, "cat")
     whole = get_step(db, "t", 0)
     assert step.model_copy(update={"content": whole.content, "raw": whole.raw}) == whole
+    short, total = get_step_head(db, "t", 1)
+    assert (short.content, total) == ("short", 5)

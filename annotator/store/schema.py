@@ -184,13 +184,14 @@ def _m001_initial(db: Database) -> None:
 
 @MIGRATIONS(name="003_tui")
 def _m003_tui(db: Database) -> None:
-    """Step heads: each step's list line (agent, kind, tool, first 240 characters) and length.
+    """Step heads: each step's list line (agent, kind, tool, first 240 characters), its length,
+    and for contents over 10,000 characters their first 10,000.
 
     SQLite reads a TEXT value whole even for ``substr`` or ``length``, so listing the steps of a
-    trajectory with multi-megabyte tool outputs read megabytes per window of the step list.
-    This small table, kept in step with ``steps`` by triggers, lets the annotation app draw
-    any window of a 10,000-step trajectory, and learn a step's length, without touching the
-    contents.
+    trajectory with multi-megabyte tool outputs read megabytes per window of the step list, and
+    showing the start of such a step read all of it. This table, kept in step with ``steps`` by
+    triggers, lets the annotation app draw any window of a 10,000-step trajectory and open any
+    step without touching long contents.
     """
     db.execute(
         """
@@ -202,14 +203,16 @@ def _m003_tui(db: Database) -> None:
             tool_name TEXT,
             preview TEXT NOT NULL,
             length INTEGER NOT NULL,
+            head TEXT,
             PRIMARY KEY (trajectory_id, idx)
         ) WITHOUT ROWID"""
     )
-    copy = (
-        "INSERT OR REPLACE INTO step_heads (trajectory_id, idx, agent, kind, tool_name, preview, length)"
-        " VALUES (new.trajectory_id, new.idx, new.agent, new.kind, new.tool_name, substr(new.content, 1, 240),"
-        " length(new.content));"
+    columns = "trajectory_id, idx, agent, kind, tool_name, preview, length, head"
+    values = (
+        "{p}trajectory_id, {p}idx, {p}agent, {p}kind, {p}tool_name, substr({p}content, 1, 240), length({p}content),"
+        " CASE WHEN length({p}content) > 10000 THEN substr({p}content, 1, 10000) END"
     )
+    copy = f"INSERT OR REPLACE INTO step_heads ({columns}) VALUES ({values.format(p='new.')});"
     db.execute(f"CREATE TRIGGER step_heads_insert AFTER INSERT ON steps BEGIN {copy} END")
     db.execute(
         "CREATE TRIGGER step_heads_update AFTER UPDATE ON steps BEGIN"
@@ -220,7 +223,4 @@ def _m003_tui(db: Database) -> None:
         "CREATE TRIGGER step_heads_delete AFTER DELETE ON steps BEGIN"
         " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx; END"
     )
-    db.execute(
-        "INSERT INTO step_heads (trajectory_id, idx, agent, kind, tool_name, preview, length)"
-        " SELECT trajectory_id, idx, agent, kind, tool_name, substr(content, 1, 240), length(content) FROM steps"
-    )
+    db.execute(f"INSERT INTO step_heads ({columns}) SELECT {values.format(p='')} FROM steps")

@@ -21,7 +21,7 @@ from annotator.store.trajectories import get_step, search_steps
 from annotator.tui.keys import replay_bindings
 from annotator.tui.screens.modals import ConfirmScreen, DefinitionScreen, HelpScreen, TextPrompt
 from annotator.tui.widgets.step_list import StepList
-from annotator.tui.widgets.step_view import SHOWN_CHARS, StepView
+from annotator.tui.widgets.step_view import StepView
 from annotator.tui.widgets.taxonomy_panel import PanelState, TaxonomyPanel
 from annotator.tui.widgets.text import line
 
@@ -78,7 +78,7 @@ class ReplayScreen(Screen[None]):
             if value:
                 out.append(f"  {key} ", style="grey62")
                 out.append_text(line(value, 30))
-        mode = "REVIEW" if getattr(self, "review_mode", False) else "REPLAY"
+        mode = "REVIEW" if self.review_mode else "REPLAY"
         out.append(f"  [{mode}]", style="bold #ffd75f")
         if self.blind:
             out.append("  [BLIND]", style="bold #ff8787")
@@ -126,7 +126,7 @@ class ReplayScreen(Screen[None]):
             step = get_step(db, tid, self.cursor)
             self.query_one(StepView).show(step, len(step.content))
         else:
-            self.query_one(StepView).show(*get_step_head(db, tid, self.cursor, SHOWN_CHARS))
+            self.query_one(StepView).show(*get_step_head(db, tid, self.cursor))
 
     def _guard(self, fn, *args):
         """Run a session call; an expected failure becomes a status message (and FAILED), not a crash."""

@@ -1,7 +1,7 @@
 """The step view: the full content of the current step, scrollable, JSON and code highlighted.
 
 Tool calls show the tool name and their arguments (pretty JSON) in a block of their own; tool
-results say which tool and which call produced them. Content beyond ``SHOWN_CHARS`` is cut
+results say which tool and which call produced them. Content beyond ``store.step_heads.HEAD_CHARS`` is cut
 with a note (only that much is read from the database), and ``L`` shows the whole step, so a multi-megabyte tool output never slows down
 moving between steps. All text is inert (see ``widgets.text``); Syntax never parses markup.
 """
@@ -24,8 +24,6 @@ from annotator.models import Step
 from annotator.render import KIND_ICONS, inert
 from annotator.tui.widgets.text import agent_colour, plain
 
-#: Characters of a step read and rendered at first; the rest on demand.
-SHOWN_CHARS = 10_000
 _FENCE = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
 _THEME = "monokai"
 
@@ -105,7 +103,7 @@ class StepView(ScrollView, can_focus=False):
     """Scrollable view of one step, rendered once per step into lines that scroll without redrawing."""
 
     DEFAULT_CSS = """
-    StepView { height: 1fr; }
+    StepView { height: 1fr; scrollbar-gutter: stable; }
     """
 
     def __init__(self, **kwargs) -> None:
