@@ -15,7 +15,7 @@ def test_replay_with_tags_and_suggestions(tui_db, snap_compare):
     async def tag(pilot):
         pilot.app.open_trajectory("t1")
         await pilot.pause()
-        await pilot.press("R", "j", "j", "3", "j", "v", "j", "j", "j", "e", "j", "j", "s")
+        await pilot.press("R", "j", "j", "3", "j", "v", "j", "j", "j", "e", "j", "j", "s", "k", "k", "k", "k", "k")
 
     assert snap_compare(make_app(tui_db, "alice"), terminal_size=SIZE, run_before=tag)
 
