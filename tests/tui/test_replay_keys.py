@@ -199,3 +199,21 @@ async def test_next_previous_trajectory_help_and_back(tui_db, read_screen):
         assert "MOVES the onset there" in text and "Keys" in text
         await pilot.press("escape", "escape")
         assert "Queue of alice" in read_screen(app)
+
+
+async def test_quote_takes_the_selected_text(tui_db):
+    from textual.geometry import Offset
+    from textual.selection import Selection
+
+    from annotator.tui.widgets.step_view import StepView
+
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot)
+        await pilot.press("R", "j", "j", "3")
+        view = screen.query_one(StepView)
+        screen.selections = {view: Selection(Offset(7, 1), Offset(12, 1))}
+        await pilot.pause()
+        assert screen.get_selected_text() == "says "
+        await pilot.press("Q", "enter")
+        assert _current(app)["FM-1.3"].quote == "says"

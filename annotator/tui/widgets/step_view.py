@@ -13,11 +13,13 @@ import re
 import orjson
 from rich.console import Group, RenderableType
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from annotator.models import Step
@@ -146,4 +148,18 @@ class StepView(ScrollView, can_focus=False):
         index = round(self.scroll_offset.y) + y
         if index >= len(self._lines):
             return Strip.blank(self._width, self._base_style)
-        return self._lines[index].apply_style(self._base_style)
+        strip = self._lines[index]
+        selection = self.text_selection
+        if selection is not None and (span := selection.get_span(index)) is not None:
+            start, end = span
+            end = strip.cell_length if end == -1 else end
+            marked = Segment.apply_style(strip.crop(start, end), post_style=self.screen.get_component_rich_style("screen--selection"))
+            strip = Strip.join([strip.crop(0, start), Strip(list(marked)), strip.crop(end)])
+        return strip.apply_style(self._base_style).apply_offsets(0, index)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text (for a quote), as shown."""
+        return selection.extract("\n".join(strip.text.rstrip() for strip in self._lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
