@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 from annotator.annotation import AnnotationSession
 from annotator.errors import AnnotatorError
 from annotator.models import Decision
+from annotator.render import inert
 from annotator.store.step_heads import get_step_head
 from annotator.store.trajectories import get_step, search_steps
 from annotator.tui.keys import replay_bindings
@@ -250,7 +251,7 @@ class ReplayScreen(Screen[None]):
         if self._guard(self.session.decide, suggestion, decision) is FAILED:
             return
         self._refresh_labels()
-        self._say(f"{decision} the suggestion of {suggestion.label.annotator} on {mode_id}")
+        self._say(f"{decision} the suggestion of {inert(suggestion.label.annotator)} on {mode_id}")
 
     def action_undo(self) -> None:
         what = self._guard(self.session.undo)

@@ -46,7 +46,7 @@ def _own(label: Label | None) -> Text:
 
 
 def _suggestion(s: Suggestion) -> Text:
-    run = s.label.annotator.removeprefix("run:")
+    run = inert(s.label.annotator.removeprefix("run:"))
     kind = s.run.kind if s.run else s.label.provenance
     out = Text(f"    ◇ run {run} {kind}", style="#d7afff")
     if s.label.confidence is not None:
