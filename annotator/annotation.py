@@ -139,9 +139,11 @@ class AnnotationSession:
             out.setdefault(lab.mode_id, []).append(Suggestion(lab, run, decision[0] if decision else None))
         return out
 
-    def pending_suggestion(self, mode_id: str) -> Suggestion | None:
-        """The first suggestion on ``mode_id`` that is still undecided."""
-        return next((s for s in self.suggestions().get(mode_id, []) if s.decision is None), None)
+    def suggestion_for(self, mode_id: str) -> Suggestion | None:
+        """The suggestion on ``mode_id`` to decide next: an undecided one first, else the first
+        (a decision can be changed: the newest one counts)."""
+        offered = self.suggestions().get(mode_id, [])
+        return next((s for s in offered if s.decision is None), offered[0] if offered else None)
 
     @property
     def undo_depth(self) -> int:

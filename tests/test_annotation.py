@@ -96,12 +96,12 @@ def _suggest(db, grounded=True) -> LabelRun:
 def test_accepting_a_suggestion_makes_it_the_annotators_label(session, db):
     run = _suggest(db)
     assert pending_counts(db, "alice") == {"t1": 1}
-    s = session.pending_suggestion("FM-1.3")
-    assert s.cited_steps == [2, 6] and s.run.model == "m"
+    s = session.suggestion_for("FM-1.3")
+    assert s.cited_steps == [2, 6] and s.run.model == "m" and s.decision is None
     session.decide(s, "accepted")
     lab = session.labels()["FM-1.3"]
     assert (lab.provenance, lab.run_id, lab.onset_step) == ("accepted", run.id, 2)
-    assert session.pending_suggestion("FM-1.3") is None
+    assert session.suggestion_for("FM-1.3").decision == "accepted"
     assert pending_counts(db, "alice") == {}
     session.undo()
     assert "FM-1.3" not in session.labels()
@@ -109,11 +109,13 @@ def test_accepting_a_suggestion_makes_it_the_annotators_label(session, db):
 
 def test_rejecting_a_suggestion_writes_no_label(session, db):
     _suggest(db, grounded=False)
-    s = session.pending_suggestion("FM-1.3")
+    s = session.suggestion_for("FM-1.3")
     assert s.label.grounded is False
     session.decide(s, "rejected")
     assert session.labels() == {}
     assert session.suggestions()["FM-1.3"][0].decision == "rejected"
+    session.decide(session.suggestion_for("FM-1.3"), "accepted")
+    assert session.labels()["FM-1.3"].provenance == "accepted", "a rejection can be changed"
 
 
 def test_disagreements_between_two_annotators(session, db):

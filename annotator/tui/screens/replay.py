@@ -244,9 +244,9 @@ class ReplayScreen(Screen[None]):
             self._say("suggestions are hidden in blind mode")
             return
         mode_id = self._cursor_mode()
-        suggestion = self.session.pending_suggestion(mode_id)
+        suggestion = self.session.suggestion_for(mode_id)
         if suggestion is None:
-            self._say(f"no suggestion waiting on {mode_id}")
+            self._say(f"no suggestion on {mode_id}")
             return
         if self._guard(self.session.decide, suggestion, decision) is FAILED:
             return
