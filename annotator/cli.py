@@ -24,7 +24,7 @@ from annotator import __version__
 from annotator.errors import AnnotatorError
 
 out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -96,10 +96,15 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
 @click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option(
+    "--ground-truth",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="ITBench: folder of scenario groundtruth.yaml files; scores each run's diagnosis.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 @click.pass_context
 @handled
-def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, quiet):
+def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, ground_truth, quiet):
     """Import trajectory files, folders or glob patterns.
 
     Each file is imported whole or not at all; a bad file is reported with its line or
@@ -109,13 +114,16 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     Examples:
       mast import ../shared/data/who_and_when
       mast import 'runs/**/*.jsonl' --format openai_chat --system my-agent
+      mast import outputs/agent_outputs --ground-truth scenarios/   # ITBench runs, scored
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from annotator.importers.base import ImportOptions
     from annotator.importers.service import expand_paths, import_paths
 
-    opts = ImportOptions(system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines)
+    opts = ImportOptions(
+        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
+    )
     if max_size is not None:
         opts.max_bytes = max_size
     db = _open(ctx)
@@ -137,7 +145,7 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
         def step(result):
             bar.update(task, advance=1, description=escape(Path(result.path).name))
 
-        summary = import_paths(db, files, fmt, opts, progress=step)
+        summary = import_paths(db, paths, fmt, opts, progress=step)
     for f in summary.files:
         if not quiet:
             _print_file_result(f)
@@ -146,7 +154,10 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
-    out.print(Text(line, style="bold"))
+    skipped = sum(1 for f in summary.files if f.skipped)
+    if skipped:
+        line += f", {skipped} skipped (not a trajectory)"
+    out.print(Text(line, style="bold"), soft_wrap=True)
     if failed:
         for f in failed:
             err.print(Text(f"failed: {f.error}", style="red"))
@@ -155,6 +166,9 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
 
 def _print_file_result(f) -> None:
     if not f.ok:
+        return
+    if f.skipped:
+        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped))
         return
     parts = [f"{f.imported} imported"] if f.imported else []
     if f.updated:
@@ -165,9 +179,9 @@ def _print_file_result(f) -> None:
         parts.append(f"{f.labels} labels")
     if f.skipped_lines:
         parts.append(f"{len(f.skipped_lines)} bad line(s) skipped: {', '.join(map(str, f.skipped_lines[:10]))}")
-    out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"))
+    out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"), soft_wrap=True)
     for w in f.warnings:
-        out.print(Text(f"  warning: {w}", style="yellow"))
+        out.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
 
 
 @main.command("list")
@@ -210,9 +224,13 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
             sys.stdout.write(orjson.dumps(r.model_dump(mode="json", exclude={"metadata", "task"})).decode() + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("id", "system", "model", "benchmark", "outcome", "steps", "title"):
-        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=16 if col == "id" else None,
-                         max_width=40 if col == "title" else None)
+    # Widths that keep every column legible at 100 columns; the title takes what is left.
+    widths = {"id": (16, 16), "system": (8, 14), "model": (5, 16), "benchmark": (8, 16), "outcome": (7, 7),
+              "steps": (5, 6)}
+    for col, (low, high) in widths.items():
+        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=low, max_width=high,
+                         justify="right" if col == "steps" else "left")
+    table.add_column("title", overflow="ellipsis", no_wrap=True, min_width=10, ratio=1)
     for r in rows:
         table.add_row(
             r.id,
@@ -263,6 +281,7 @@ def show_cmd(ctx, trajectory, step, limit, raw):
         write(plain_step(tq.get_step(db, traj_id, step)))
         return
     write(plain_header(summary))
+    sys.stdout.flush()  # the header shows at once, before any step is read
     start, page = 0, 200
     shown = 0
     while True:
@@ -309,7 +328,8 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
         table.add_column("key", style="magenta", no_wrap=True)
         table.add_column("mode")
         for m in tax.modes_in(cat.id):
-            table.add_row(m.id, f"[{m.hotkey}]", Text.assemble((m.name, "bold"), "\n", m.definition))
+            # Text, never markup: a hotkey like "[s]" or a custom codebook's names must print as written.
+            table.add_row(Text(m.id), Text(f"[{m.hotkey}]"), Text.assemble((m.name, "bold"), "\n", m.definition))
         out.print(table)
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import orjson
+from pydantic import ValidationError
 
+from annotator.errors import ImportFailure
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -34,6 +37,8 @@ class ImportOptions:
     benchmark: str | None = None
     skip_bad_lines: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
+    #: Folder of ground-truth files that importers able to score a run use for its outcome.
+    ground_truth: Path | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -65,6 +70,10 @@ class Importer:
         """Yield the file's trajectories one by one; raise ImportFailure on bad input."""
         raise NotImplementedError
 
+    def claims_dir(self, path: Path) -> bool:
+        """Whether this importer reads the folder ``path`` as one unit (a run folder)."""
+        return False
+
 
 _REGISTRY: dict[str, Importer] = {}
 
@@ -90,6 +99,10 @@ def stable_id(*parts: object) -> str:
     return digest[:16]
 
 
+#: Step fields that make up its content (``raw`` is the source's and left out).
+_STEP_FIELDS = tuple(f for f in Step.model_fields if f != "raw")
+
+
 def content_hash(traj: Trajectory) -> str:
     """Hash of everything a re-import could change: metadata, outcome and every step's content."""
     h = hashlib.sha256()
@@ -98,7 +111,26 @@ def content_hash(traj: Trajectory) -> str:
     )
     h.update(orjson.dumps(head, option=orjson.OPT_SORT_KEYS, default=str))
     for s in traj.steps:
-        h.update(orjson.dumps(s.model_dump(mode="json", exclude={"raw"}), option=orjson.OPT_SORT_KEYS, default=str))
+        # The field values straight from the model: model_dump per step costs more than the hash.
+        h.update(orjson.dumps([getattr(s, f) for f in _STEP_FIELDS], option=orjson.OPT_SORT_KEYS, default=str))
+    return h.hexdigest()
+
+
+def source_labels_hash(rec: ImportedRecord) -> str:
+    """The trajectory's content hash extended by the labels and attributions its file carries.
+
+    A dataset can correct its labels without touching the trace (a MAD annotation fixed): the
+    re-import must then count as "updated" and append the new labels, not "unchanged".
+    """
+    if not rec.labels and not rec.attributions:
+        return rec.trajectory.content_hash
+    h = hashlib.sha256(rec.trajectory.content_hash.encode())
+    for label in rec.labels:
+        h.update(orjson.dumps([label.mode_id, label.annotator, label.verdict, label.onset_step, label.extra],
+                              option=orjson.OPT_SORT_KEYS, default=str))
+    for att in rec.attributions:
+        h.update(orjson.dumps([att.annotator, att.step, att.step_as_given, att.agent, att.reason],
+                              default=str))
     return h.hexdigest()
 
 
@@ -116,7 +148,8 @@ def finish(traj: Trajectory, opts: ImportOptions) -> Trajectory:
 
 
 def link_tool_steps(steps: list[Step]) -> None:
-    """Point each tool call at its result and back, by ``call_id``, where not already linked."""
+    """Point each tool call at its result and back, by ``call_id``, where not already linked;
+    a result that does not name its tool takes the name from its call."""
     calls: dict[str, Step] = {}
     for s in steps:
         if s.call_id is None:
@@ -129,6 +162,8 @@ def link_tool_steps(steps: list[Step]) -> None:
                 s.link = call.index
             if call.link is None:
                 call.link = s.index
+            if s.tool_name is None:
+                s.tool_name = call.tool_name
 
 
 def as_text(value: object) -> str:
@@ -148,3 +183,14 @@ def as_text(value: object) -> str:
                 parts.append(as_text(v))
         return "\n".join(parts)
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+
+
+@contextmanager
+def record_values(path: Path, where: str | None = None) -> Iterator[None]:
+    """Turn a model validation error (a value of the wrong type in the file) into an ImportFailure."""
+    try:
+        yield
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "value"
+        raise ImportFailure(str(path), f"invalid {loc}: {first['msg']}", where=where) from exc

@@ -15,7 +15,16 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    as_text,
+    finish,
+    record_values,
+    register,
+    stable_id,
+)
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
 from annotator.models import Step, Trajectory
@@ -41,6 +50,8 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
         calls = msg.get("tool_calls") or []
         if msg.get("function_call"):
             calls = [{"id": None, "function": msg["function_call"]}]
+        if not isinstance(calls, list):
+            raise ImportFailure(str(path), "'tool_calls' must be a list", where=f"{where}[{i}]")
         if role in ("tool", "function"):
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind="tool_result", content=text,
                               tool_name=msg.get("name"), call_id=msg.get("tool_call_id"), **base))
@@ -49,7 +60,8 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
             kind = "system" if role in ("system", "developer") else "message"
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}]", kind=kind, content=text, **base))
         for j, call in enumerate(calls):
-            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            fn = call.get("function") if isinstance(call, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
             args = fn.get("arguments")
             args_text = args if isinstance(args, str) else orjson.dumps(args).decode() if args is not None else ""
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}].tool_calls[{j}]", kind="tool_call",
@@ -61,7 +73,7 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
 
 def looks_like_chat(items: object) -> bool:
     """Whether the first items look like chat messages (role + content)."""
-    return isinstance(items, dict) and items.get("role") in CHAT_ROLES
+    return isinstance(items, dict) and isinstance(items.get("role"), str) and items["role"] in CHAT_ROLES
 
 
 @register
@@ -79,26 +91,28 @@ class OpenAIChat(Importer):
         return "messages" in head.keys("") and head.scalars.get("messages.item.role") in CHAT_ROLES
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        data = load_json(path)
-        meta: dict = {}
-        if isinstance(data, dict):
-            messages = data.get("messages")
-            meta = {k: v for k, v in data.items() if k != "messages"}
-        else:
-            messages = data
-        if not isinstance(messages, list):
-            raise ImportFailure(str(path), "expected a list of chat messages")
-        steps = chat_steps(messages, path)
-        model = meta.get("model") if isinstance(meta.get("model"), str) else None
-        traj = Trajectory(
-            id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
-            source_format=self.name,
-            source_path=str(path),
-            title=str(meta.get("title") or path.stem),
-            model=model,
-            task=next((s.content for s in steps if s.role == "user"), None),
-            metadata=meta,
-            raw=path.read_bytes(),
-            steps=steps,
-        )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        with record_values(path):
+            data = load_json(path)
+            meta: dict = {}
+            if isinstance(data, dict):
+                messages = data.get("messages")
+                meta = {k: v for k, v in data.items() if k != "messages"}
+            else:
+                messages = data
+            if not isinstance(messages, list):
+                raise ImportFailure(str(path), "expected a list of chat messages")
+            steps = chat_steps(messages, path)
+            model = meta.get("model") if isinstance(meta.get("model"), str) else None
+            traj = Trajectory(
+                id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
+                source_format=self.name,
+                source_path=str(path),
+                title=str(meta.get("title") or path.stem),
+                model=model,
+                task=next((s.content for s in steps if s.role == "user"), None),
+                metadata=meta,
+                raw=path.read_bytes(),
+                steps=steps,
+            )
+            item = ImportedRecord(trajectory=finish(traj, opts))
+        yield item

@@ -22,6 +22,7 @@ from annotator.importers.base import Importer, ImportOptions, registry
 HEAD_BYTES = 64 * 1024
 PARSE_BYTES = 512 * 1024
 JSONL_LINES = 50
+ATTRIBUTE_KEYS = 2000
 _MAX_DEPTH = 4
 
 
@@ -38,6 +39,9 @@ class Head:
     root: str | None = None  # "object" | "array" for JSON
     lines: list[object] = field(default_factory=list)
     zip_members: list[str] = field(default_factory=list)
+    #: Span attribute names seen at any depth: keys of ``attributes`` maps and the ``key`` of
+    #: OTLP ``attributes`` lists (``[{"key": ..., "value": ...}]``), at most ``ATTRIBUTE_KEYS``.
+    attribute_keys: set[str] = field(default_factory=set)
 
     def keys(self, prefix: str = "") -> set[str]:
         """Keys seen in objects at an ijson prefix ('' = root object, 'item' = array items)."""
@@ -93,24 +97,49 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
             raise ImportFailure(str(path), f"broken zip archive: {exc}") from exc
         return Head(path=path, size=size, kind="zip", zip_members=members)
     if b"\x00" in raw:
-        raise ImportFailure(str(path), "binary file (contains NUL bytes), not a trajectory")
-    text = _decode_head(path, raw, complete=size <= HEAD_BYTES)
+        raise UnknownFormat(str(path), "binary file (contains NUL bytes), not a trajectory")
+    text = decode_utf8(path, raw, complete=size <= HEAD_BYTES)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in "{[":
         lines = _jsonl_head(stripped)
         if lines is not None:
             return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
         head = Head(path=path, size=size, kind="json", text=text)
-        _json_shape(path, head)
+        try:
+            _json_shape(path, head)
+        except ImportFailure:
+            if _log_not_json(path):
+                return Head(path=path, size=size, kind="text", text=text)
+            raise
         return head
     return Head(path=path, size=size, kind="text", text=text)
 
 
-def _decode_head(path: Path, raw: bytes, complete: bool) -> str:
+#: Suffixes that promise JSON: a parse error in such a file is reported, never read as a log.
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+
+
+def _log_not_json(path: Path) -> bool:
+    """Whether a file that starts with '[' or '{' but fails to parse on its first line is a log.
+
+    ChatDev and MetaGPT logs open with ``[2023-25-08 10:05:12 INFO]``; a file named ``.json``
+    that breaks there is still a broken JSON file and gets the parse error.
+    """
+    if path.suffix.lower() in _JSON_SUFFIXES:
+        return False
+    exc = _json_problem(path)
+    return exc is not None and exc.lineno == 1 and exc.colno <= 80
+
+
+def decode_utf8(path: Path, raw: bytes, complete: bool = True) -> str:
+    """``raw`` as text; ImportFailure naming the line of the first invalid byte.
+
+    With ``complete=False`` (a head cut from a longer file) a character cut at the end is not
+    an error.
+    """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the end of the head is not an error.
         if not complete and exc.start >= len(raw) - 3:
             return raw[: exc.start].decode("utf-8")
         line = raw[: exc.start].count(b"\n") + 1
@@ -151,6 +180,8 @@ def _json_shape(path: Path, head: Head) -> None:
                 depth = prefix.count(".") + 1 if prefix else 0
                 if head.root is None:
                     head.root = "object" if event == "start_map" else "array" if event == "start_array" else "scalar"
+                if len(head.attribute_keys) < ATTRIBUTE_KEYS:
+                    _attribute_key(head, prefix, event, value)
                 if depth > _MAX_DEPTH:
                     continue
                 if event == "map_key":
@@ -163,6 +194,13 @@ def _json_shape(path: Path, head: Head) -> None:
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
     except ijson.common.JSONError as exc:
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
+
+
+def _attribute_key(head: Head, prefix: str, event: str, value: object) -> None:
+    if event == "map_key" and (prefix == "attributes" or prefix.endswith(".attributes")):
+        head.attribute_keys.add(value)
+    elif event == "string" and prefix.endswith("attributes.item.key"):
+        head.attribute_keys.add(value)
 
 
 def _json_problem(path: Path) -> json.JSONDecodeError | None:
@@ -200,3 +238,8 @@ def detect(path: Path, opts: ImportOptions | None = None, head: Head | None = No
             f"unknown format ({head.kind}); supported: {', '.join(importers)} (force one with --format)",
         )
     raise AmbiguousFormat(str(path), [imp.name for imp in chosen])
+
+
+def dir_importer(path: Path) -> Importer | None:
+    """The importer that reads the folder ``path`` as one unit (a run folder), if any."""
+    return next((imp for imp in registry().values() if imp.claims_dir(path)), None)

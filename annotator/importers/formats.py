@@ -1,3 +1,9 @@
 """The built-in importers, imported here in detection order so that each registers itself."""
 
-from annotator.importers import chat, mad, who_and_when  # noqa: F401
+from annotator.importers import chat, jsonl, mad, mast_trace, text_log, who_and_when  # noqa: F401
+from annotator.importers import otel_genai, openinference  # noqa: F401
+from annotator.importers import inspect_ai  # noqa: F401
+from annotator.importers import mini_swe_agent, swe_agent  # noqa: F401
+from annotator.importers import openhands, openhands_v1  # noqa: F401
+from annotator.importers import claude_code, codex_cli  # noqa: F401
+from annotator.importers import itbench  # noqa: F401

@@ -20,10 +20,19 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    as_text,
+    finish,
+    record_values,
+    register,
+    stable_id,
+)
 from annotator.importers.detect import Head
-from annotator.importers.reading import iter_records, require
-from annotator.importers.textlog import split_log
+from annotator.importers.reading import iter_records, optional_text, require
+from annotator.importers.textlog import split_evaluation, split_log
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
 LLM_ANNOTATOR = "mad-llm"
@@ -58,7 +67,11 @@ _CODE = re.compile(r"^\s*(\d+\.\d+)\s*(.*)")
 
 
 def trace_steps(trace: object, system: str | None, path: Path, where: str) -> tuple[list[Step], dict, dict]:
-    """Steps, metadata and hidden metadata of a MAD trace (JSON text, an object or raw log text)."""
+    """Steps, metadata and hidden metadata of a MAD trace (JSON text, an object or raw log text).
+
+    ``note`` (earlier human labels), ``other_data`` (the outcome) and a log's trailing
+    evaluation block go to the hidden metadata, never into a step.
+    """
     meta: dict = {}
     hidden: dict = {}
     data = trace
@@ -78,26 +91,48 @@ def trace_steps(trace: object, system: str | None, path: Path, where: str) -> tu
         if task is not None:
             meta["task"] = as_text(task)
         inner = data.get("trajectory", data.get("content"))
+        if isinstance(inner, list) and all(isinstance(line, str) for line in inner):
+            inner = "\n".join(inner)
         if isinstance(inner, list):
-            steps = []
-            for i, msg in enumerate(inner):
-                if not isinstance(msg, dict):
-                    raise ImportFailure(str(path), "trajectory item is not a message", where=f"{where} trajectory[{i}]")
-                steps.append(Step(index=i, id=f"trajectory[{i}]", agent=msg.get("name") or msg.get("role"),
-                                  role=msg.get("role"), kind="message", content=as_text(msg.get("content")),
-                                  raw=msg))
-            return steps, meta, hidden
+            return _message_steps(inner, path, where), meta, hidden
         if isinstance(inner, str):
-            return split_log(inner, system), meta, hidden
+            return _log_steps(inner, system, hidden), meta, hidden
         raise ImportFailure(str(path), "trace object has no 'trajectory' or 'content'", where=where)
     if isinstance(data, str):
-        return split_log(data, system), meta, hidden
+        return _log_steps(data, system, hidden), meta, hidden
     raise ImportFailure(str(path), f"unexpected trace of type {type(data).__name__}", where=where)
 
 
-def _outcome(hidden: dict) -> str:
-    correct = hidden.get("other_data", {}).get("correct") if isinstance(hidden.get("other_data"), dict) else None
-    return "unknown" if correct is None else ("success" if correct else "failure")
+def _message_steps(messages: list, path: Path, where: str) -> list[Step]:
+    """AG2-style ``{content: [str], role, name}`` messages, one step each, ``name`` as the agent."""
+    steps = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise ImportFailure(str(path), "trajectory item is not a message", where=f"{where} trajectory[{i}]")
+        agent = msg.get("name") or msg.get("role")
+        role = msg.get("role")
+        steps.append(Step(index=i, id=f"trajectory[{i}]", agent=None if agent is None else str(agent),
+                          role=None if role is None else str(role), kind="message",
+                          content=as_text(msg.get("content")), raw=msg))
+    return steps
+
+
+def _log_steps(text: str, system: str | None, hidden: dict) -> list[Step]:
+    text, verdict = split_evaluation(text)
+    if verdict is not None:
+        hidden["evaluation"] = verdict
+    return split_log(text, system)
+
+
+def outcome_of(hidden: dict) -> str:
+    """success / failure / unknown from ``other_data.correct`` or an evaluation's ``success``."""
+    other = hidden.get("other_data")
+    correct = other.get("correct") if isinstance(other, dict) else None
+    if correct is None and isinstance(hidden.get("evaluation"), dict):
+        correct = hidden["evaluation"].get("success")
+    if not isinstance(correct, (bool, int)):
+        return "unknown"
+    return "success" if correct else "failure"
 
 
 @register
@@ -110,29 +145,34 @@ class MadFull(Importer):
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         for n, rec in iter_records(path):
-            where = f"record {n}"
-            rec = require(path, rec, ("mas_name", "trace", "mast_annotation"), where)
-            trace = rec["trace"]
-            inner = trace.get("trajectory") if isinstance(trace, dict) else trace
-            if inner is None:
-                raise ImportFailure(str(path), "trace has no 'trajectory'", where=where)
-            system = rec.get("mas_name")
-            steps, meta, hidden = trace_steps(inner, system, path, where)
-            meta.update({k: rec[k] for k in ("trace_id", "llm_name", "benchmark_name") if k in rec})
-            meta["record"] = n
-            if hidden:
-                meta[HIDDEN] = hidden
-            ident = (rec.get("mas_name"), rec.get("benchmark_name"), rec.get("llm_name"), rec.get("trace_id"), n)
-            traj = finish(Trajectory(
-                id=stable_id("mad", *ident),
-                source_format=self.name, source_path=str(path), source_ref=where,
-                title="/".join(str(x) for x in ident[:4]),
-                system=system, model=rec.get("llm_name"), benchmark=rec.get("benchmark_name"),
-                task=meta.pop("task", None), outcome=_outcome(hidden), metadata=meta,
-                raw=orjson.dumps(rec), steps=steps,
-            ), opts)
-            labels, warnings = self._labels(traj.id, rec["mast_annotation"], path, where)
-            yield ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+            with record_values(path, f"record {n}"):
+                item = self._record(path, n, rec, opts)
+            yield item
+
+    def _record(self, path: Path, n: int, rec: object, opts: ImportOptions) -> ImportedRecord:
+        where = f"record {n}"
+        rec = require(path, rec, ("mas_name", "trace", "mast_annotation"), where)
+        trace = rec["trace"]
+        inner = trace.get("trajectory") if isinstance(trace, dict) else trace
+        if inner is None:
+            raise ImportFailure(str(path), "trace has no 'trajectory'", where=where)
+        system, model, benchmark = (optional_text(path, rec, k, where) for k in ("mas_name", "llm_name", "benchmark_name"))
+        steps, meta, hidden = trace_steps(inner, system, path, where)
+        meta.update({k: rec[k] for k in ("trace_id", "llm_name", "benchmark_name") if k in rec})
+        meta["record"] = n
+        if hidden:
+            meta[HIDDEN] = hidden
+        ident = (system, benchmark, model, rec.get("trace_id"), n)
+        traj = finish(Trajectory(
+            id=stable_id("mad", *ident),
+            source_format=self.name, source_path=str(path), source_ref=where,
+            title="/".join(str(x) for x in ident[:4]),
+            system=system, model=model, benchmark=benchmark,
+            task=meta.pop("task", None), outcome=outcome_of(hidden), metadata=meta,
+            raw=orjson.dumps(rec), steps=steps,
+        ), opts)
+        labels, warnings = self._labels(traj.id, rec["mast_annotation"], path, where)
+        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
 
     @staticmethod
     def _labels(traj_id: str, annotation: object, path: Path, where: str) -> tuple[list[Label], list[str]]:
@@ -162,29 +202,34 @@ class MadHuman(Importer):
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         for n, rec in iter_records(path):
-            where = f"record {n}"
-            rec = require(path, rec, ("round", "trace", "annotations"), where)
-            system = rec.get("mas_name")
-            steps, meta, hidden = trace_steps(rec["trace"], system, path, where)
-            mapping_name, table = mapping_for(str(rec["round"]))
-            meta.update({"round": rec["round"], "trace_id": rec.get("trace_id"), "record": n,
-                         "code_mapping": mapping_name})
-            ident = (system, rec.get("benchmark_name"), rec.get("trace_id"), rec["round"], n)
-            traj_id = stable_id("mad-human", *ident)
-            labels, unmapped = self._labels(traj_id, rec["annotations"], table, mapping_name, path, where)
-            if unmapped:
-                hidden["unmapped_codes"] = unmapped
-            if hidden:
-                meta[HIDDEN] = hidden
-            traj = finish(Trajectory(
-                id=traj_id, source_format=self.name, source_path=str(path), source_ref=where,
-                title=f"{system}/{rec.get('benchmark_name')}/{rec.get('trace_id')} ({rec['round']})",
-                system=system, benchmark=rec.get("benchmark_name"), task=meta.pop("task", None),
-                outcome=_outcome(hidden), metadata=meta, raw=orjson.dumps(rec), steps=steps,
-            ), opts)
-            warnings = [f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
-                        " kept unmapped" for u in unmapped]
-            yield ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+            with record_values(path, f"record {n}"):
+                item = self._record(path, n, rec, opts)
+            yield item
+
+    def _record(self, path: Path, n: int, rec: object, opts: ImportOptions) -> ImportedRecord:
+        where = f"record {n}"
+        rec = require(path, rec, ("round", "trace", "annotations"), where)
+        system, benchmark = optional_text(path, rec, "mas_name", where), optional_text(path, rec, "benchmark_name", where)
+        steps, meta, hidden = trace_steps(rec["trace"], system, path, where)
+        mapping_name, table = mapping_for(str(rec["round"]))
+        meta.update({"round": rec["round"], "trace_id": rec.get("trace_id"), "record": n,
+                     "code_mapping": mapping_name})
+        ident = (system, benchmark, rec.get("trace_id"), rec["round"], n)
+        traj_id = stable_id("mad-human", *ident)
+        labels, unmapped = self._labels(traj_id, rec["annotations"], table, mapping_name, path, where)
+        if unmapped:
+            hidden["unmapped_codes"] = unmapped
+        if hidden:
+            meta[HIDDEN] = hidden
+        traj = finish(Trajectory(
+            id=traj_id, source_format=self.name, source_path=str(path), source_ref=where,
+            title=f"{system}/{benchmark}/{rec.get('trace_id')} ({rec['round']})",
+            system=system, benchmark=benchmark, task=meta.pop("task", None),
+            outcome=outcome_of(hidden), metadata=meta, raw=orjson.dumps(rec), steps=steps,
+        ), opts)
+        warnings = [f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
+                    " kept unmapped" for u in unmapped]
+        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
 
     @staticmethod
     def _labels(traj_id: str, annotations: object, table: dict, mapping_name: str, path: Path,

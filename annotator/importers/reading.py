@@ -16,7 +16,9 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions
 
 #: Whole-file JSON parses are used up to this size; larger arrays are streamed with ijson.
-WHOLE_JSON_BYTES = 64 * 1024 * 1024
+#: Measured on the 69 MB synthetic MAD corpus: the same speed either way, but a whole parse
+#: peaks at 250 MB resident against 110 MB streamed, so streaming starts early.
+WHOLE_JSON_BYTES = 16 * 1024 * 1024
 
 
 def load_json(path: Path) -> object:
@@ -81,3 +83,13 @@ def require(path: Path, record: object, keys: tuple[str, ...], where: str | None
     if missing:
         raise ImportFailure(str(path), f"record is missing required key(s): {', '.join(missing)}", where=where)
     return record
+
+
+def optional_text(path: Path, record: dict, key: str, where: str | None = None) -> str | None:
+    """A record's field as text: absent or null is None, numbers become text, anything else fails."""
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ImportFailure(str(path), f"'{key}' must be text, got {type(value).__name__}", where=where)

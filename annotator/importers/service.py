@@ -11,16 +11,18 @@ import glob
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
-
-from annotator.errors import AnnotatorError, ImportFailure
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect, read_head
+from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
+from annotator.importers.base import ImportOptions, record_values, registry, source_labels_hash
+from annotator.importers.detect import detect, dir_importer, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
 from annotator.store.labels import add_labels
 from annotator.store.trajectories import save_trajectory
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 #: Files never taken from a folder walk: documentation and licences beside the data.
 _SKIP_NAMES = {"sources.md", "readme.md", "license", "license.md", "license.txt", "notice"}
@@ -37,6 +39,7 @@ class FileResult:
     unchanged: int = 0
     labels: int = 0
     error: str | None = None
+    skipped: str | None = None  # why a file found by a folder walk was not imported
     warnings: list[str] = field(default_factory=list)
     skipped_lines: list[int] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
@@ -61,38 +64,73 @@ class ImportSummary:
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named, found in folders (recursively) or matched by glob patterns, sorted, no repeats."""
-    out: list[Path] = []
+    """Files named, found in folders (recursively) or matched by glob patterns, sorted, no repeats.
+
+    A run folder that an importer reads as a whole (see ``Importer.claims_dir``) is one path.
+    """
+    return [p for p, _ in _expand(paths)]
+
+
+def _expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(path, whether a folder walk found it) for every path to import."""
+    out: list[tuple[Path, bool]] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and _wanted(f)))
+        if p.is_dir() and dir_importer(p) is None:
+            out.extend((f, True) for f in _walk(p))
         elif not p.exists() and any(ch in str(p) for ch in "*?["):
-            out.extend(sorted(Path(m) for m in glob.glob(str(p), recursive=True) if Path(m).is_file()))
+            out.extend(sorted((Path(m), False) for m in glob.glob(str(p), recursive=True) if Path(m).is_file()))
         else:
-            out.append(p)
+            out.append((p, False))
     seen: set[Path] = set()
     unique = []
-    for f in out:
+    for f, walked in out:
         key = f.resolve()
         if key not in seen:
             seen.add(key)
-            unique.append(f)
+            unique.append((f, walked))
     return unique
 
 
+def _walk(root: Path) -> list[Path]:
+    """Files under ``root`` and the run folders in it read as units (never also file by file)."""
+    units: list[Path] = []
+    files: list[Path] = []
+    for f in sorted(root.rglob("*")):
+        if any(u in f.parents for u in units):
+            continue
+        if f.is_dir():
+            if dir_importer(f) is not None:
+                units.append(f)
+        elif f.is_file() and _wanted(f):
+            files.append(f)
+    return sorted(units + files)
+
+
+#: Database files (a folder may hold the very database being imported into).
+_SKIP_SUFFIXES = (".db", ".db-wal", ".db-shm", ".db-journal", ".sqlite", ".sqlite3")
+
+
 def _wanted(f: Path) -> bool:
-    return not f.name.startswith(".") and f.name.lower() not in _SKIP_NAMES
+    name = f.name.lower()
+    return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
 
 
-def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None) -> FileResult:
-    """Import one file atomically; errors are captured in the result, never half-written."""
+def import_file(
+    db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None, walked: bool = False
+) -> FileResult:
+    """Import one file (or run folder) atomically; errors are captured in the result, never
+    half-written. A file a folder walk found that no importer recognises is skipped, not failed."""
     opts = opts or ImportOptions()
     result = FileResult(path=str(path))
     try:
         if not path.exists():
             raise ImportFailure(str(path), "no such file")
-        if fmt is not None:
+        if path.is_dir():
+            importer = dir_importer(path)
+            if importer is None:
+                raise UnknownFormat(str(path), "a folder that is not a run folder (name a file, or the folder to walk)")
+        elif fmt is not None:
             importers = registry()
             if fmt not in importers:
                 raise ImportFailure(str(path), f"unknown --format {fmt!r}; choose from {', '.join(importers)}")
@@ -101,8 +139,9 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
         else:
             importer = detect(path, opts)
         result.format = importer.name
-        with write(db):
+        with write(db), record_values(path):
             for rec in importer.read(path, opts):
+                rec.trajectory.content_hash = source_labels_hash(rec)
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
@@ -113,12 +152,18 @@ def import_file(db: Database, path: Path, fmt: str | None = None, opts: ImportOp
                     for att in rec.attributions:
                         save_attribution(db, att)
             result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+    except UnknownFormat as exc:
+        if walked:
+            result.skipped = "not a trajectory"
+        else:
+            result.error = str(exc)
     except AnnotatorError as exc:
         result.error = str(exc)
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        result.error = f"{path}: {exc}"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        result.error = f"{path}: {first_line}"
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     return result
@@ -133,9 +178,9 @@ def import_paths(
 ) -> ImportSummary:
     """Import every file the paths name; one result per file, in order."""
     summary = ImportSummary()
-    for path in expand_paths(paths):
+    for path, walked in _expand(paths):
         file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {}})
-        result = import_file(db, path, fmt, file_opts)
+        result = import_file(db, path, fmt, file_opts, walked=walked)
         summary.files.append(result)
         if progress:
             progress(result)

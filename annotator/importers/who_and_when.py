@@ -9,20 +9,28 @@ with the addressee in a ``(-> X)`` suffix.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    as_text,
+    finish,
+    record_values,
+    register,
+    stable_id,
+)
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json, require
+from annotator.importers.textlog import parse_speaker
 from annotator.models import HIDDEN, Attribution, Step, Trajectory
 
 ANNOTATOR = "who-and-when"
-_ROLE = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<inner>[^)]*)\)\s*$")
 
 
 @register
@@ -34,58 +42,53 @@ class WhoAndWhen(Importer):
         return head.kind == "json" and {"history", "mistake_agent", "mistake_step"} <= head.keys("")
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        rec = require(path, load_json(path), ("history", "mistake_agent", "mistake_step"))
-        history = rec["history"]
-        if not isinstance(history, list):
-            raise ImportFailure(str(path), "'history' must be a list of messages")
-        hand_crafted = any("name" not in m for m in history if isinstance(m, dict))
-        steps = [_step(path, i, m) for i, m in enumerate(history)]
-        correct = rec.get("is_correct", rec.get("is_corrected"))
-        question_id = rec.get("question_ID")
-        traj_id = stable_id("who_and_when", question_id or path.name, len(history))
-        meta: dict = {k: rec[k] for k in ("question_ID", "level", "system_prompt") if k in rec}
-        meta[HIDDEN] = {k: rec[k] for k in ("is_correct", "is_corrected", "ground_truth", "mistake_type") if k in rec}
-        traj = Trajectory(
-            id=traj_id,
-            source_format=self.name,
-            source_path=str(path),
-            title=f"{path.stem}",
-            system="Magentic-One" if hand_crafted else "CaptainAgent",
-            benchmark="GAIA" if hand_crafted else "AssistantBench/GAIA",
-            task=as_text(rec.get("question")) or None,
-            outcome="unknown" if correct is None else ("success" if correct else "failure"),
-            metadata=meta,
-            raw=path.read_bytes(),
-            steps=steps,
-        )
-        traj = finish(traj, opts)
-        attribution, warnings = _attribution(traj, rec)
-        yield ImportedRecord(trajectory=traj, attributions=[attribution], warnings=warnings)
+        with record_values(path):
+            rec = require(path, load_json(path), ("history", "mistake_agent", "mistake_step"))
+            history = rec["history"]
+            if not isinstance(history, list):
+                raise ImportFailure(str(path), "'history' must be a list of messages")
+            hand_crafted = any("name" not in m for m in history if isinstance(m, dict))
+            steps = [_step(path, i, m) for i, m in enumerate(history)]
+            correct = rec.get("is_correct", rec.get("is_corrected"))
+            question_id = rec.get("question_ID")
+            traj_id = stable_id("who_and_when", question_id or path.name, len(history))
+            meta: dict = {k: rec[k] for k in ("question_ID", "level", "system_prompt") if k in rec}
+            meta[HIDDEN] = {k: rec[k] for k in ("is_correct", "is_corrected", "ground_truth", "mistake_type") if k in rec}
+            traj = Trajectory(
+                id=traj_id,
+                source_format=self.name,
+                source_path=str(path),
+                title=f"{path.stem}",
+                system="Magentic-One" if hand_crafted else "CaptainAgent",
+                benchmark="GAIA" if hand_crafted else "AssistantBench/GAIA",
+                task=as_text(rec.get("question")) or None,
+                outcome="unknown" if correct is None else ("success" if correct else "failure"),
+                metadata=meta,
+                raw=path.read_bytes(),
+                steps=steps,
+            )
+            traj = finish(traj, opts)
+            attribution, warnings = _attribution(traj, rec)
+            item = ImportedRecord(trajectory=traj, attributions=[attribution], warnings=warnings)
+        yield item
 
 
 def _step(path: Path, i: int, msg: object) -> Step:
     if not isinstance(msg, dict) or "content" not in msg:
         raise ImportFailure(str(path), "history item is not a message with 'content'", where=f"history[{i}]")
     role = msg.get("role")
-    agent = msg.get("name") or role
+    name = msg.get("name")
+    agent = None if name is None and role is None else str(name if name is not None else role)
     recipient = None
     kind = "message"
-    m = _ROLE.match(str(role or ""))
-    if "name" not in msg and m:
-        agent = m["agent"].strip()
-        inner = m["inner"].strip()
-        if inner.startswith("->"):
-            recipient = inner[2:].strip()
-        elif inner == "thought":
-            kind = "thought"
-        else:
-            kind = "plan" if inner == "termination condition" else kind
+    if name is None and role is not None:
+        agent, recipient, kind = parse_speaker(str(role))
     if str(agent).replace("_", "").lower() == "computerterminal":
         kind = "tool_result"
     return Step(
         index=i,
         id=f"history[{i}]",
-        agent=str(agent) if agent is not None else None,
+        agent=agent,
         role=str(role) if role is not None else None,
         recipient=recipient,
         kind=kind,

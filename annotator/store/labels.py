@@ -46,33 +46,38 @@ def _label(row: Sequence) -> Label:
     )
 
 
-def _insert(db: Database, label: Label) -> int:
-    cur = db.execute(
-        "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
-        " evidence_steps, quote, note, rationale, confidence, provenance, run_id, grounded,"
-        " taxonomy_hash, retracts, extra, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            SCHEMA_VERSION,
-            label.trajectory_id,
-            label.mode_id,
-            label.annotator,
-            label.verdict,
-            label.onset_step,
-            dumps(label.evidence_steps),
-            label.quote,
-            label.note,
-            label.rationale,
-            label.confidence,
-            label.provenance,
-            label.run_id,
-            None if label.grounded is None else int(label.grounded),
-            label.taxonomy_hash,
-            label.retracts,
-            dumps(label.extra),
-            label.created_at.isoformat(),
-        ],
+def _row(label: Label) -> tuple:
+    return (
+        SCHEMA_VERSION,
+        label.trajectory_id,
+        label.mode_id,
+        label.annotator,
+        label.verdict,
+        label.onset_step,
+        dumps(label.evidence_steps),
+        label.quote,
+        label.note,
+        label.rationale,
+        label.confidence,
+        label.provenance,
+        label.run_id,
+        None if label.grounded is None else int(label.grounded),
+        label.taxonomy_hash,
+        label.retracts,
+        dumps(label.extra),
+        label.created_at.isoformat(),
     )
-    return cur.lastrowid
+
+
+_INSERT = (
+    "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
+    " evidence_steps, quote, note, rationale, confidence, provenance, run_id, grounded,"
+    " taxonomy_hash, retracts, extra, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _insert(db: Database, label: Label) -> int:
+    return db.execute(_INSERT, _row(label)).lastrowid
 
 
 def add_label(db: Database, label: Label) -> int:
@@ -81,19 +86,25 @@ def add_label(db: Database, label: Label) -> int:
 
 
 def add_labels(db: Database, labels: Iterable[Label]) -> list[int]:
-    """Append several labels in one transaction (an import, a run's verdicts for a trajectory)."""
-    ids: list[int] = []
+    """Append several labels in one transaction (an import, a run's verdicts for a trajectory).
+
+    Rows are written with one ``executemany`` and ``label_state`` is pointed at the newest
+    new row of each key with another: an import of thousands of labels stays fast.
+    """
+    labels = list(labels)
+    if any(label.retracts is not None for label in labels):
+        raise ValueError("use retract() to withdraw a label")
+    if not labels:
+        return []
     with write(db):
-        for label in labels:
-            if label.retracts is not None:
-                raise ValueError("use retract() to withdraw a label")
-            new_id = _insert(db, label)
-            db.execute(
-                "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
-                " VALUES (?, ?, ?, ?)",
-                [label.trajectory_id, label.annotator, label.mode_id, new_id],
-            )
-            ids.append(new_id)
+        before = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        db.conn.executemany(_INSERT, [_row(label) for label in labels])
+        ids = [r[0] for r in db.execute("SELECT id FROM labels WHERE id > ? ORDER BY id", [before])]
+        newest = {(label.trajectory_id, label.annotator, label.mode_id): i for label, i in zip(labels, ids)}
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id) VALUES (?, ?, ?, ?)",
+            [(*key, i) for key, i in newest.items()],
+        )
     return ids
 
 

@@ -1,0 +1,156 @@
+"""OpenHands V1 (software-agent-sdk) event logs: a JSON array, or JSON Lines, of serialised
+events, each tagged with its class name in ``kind``.
+
+Field names follow the SDK's event models (``openhands/sdk/event``): a ``MessageEvent``
+carries ``llm_message``; an ``ActionEvent`` the model's ``thought``, ``reasoning_content``,
+``tool_name``, ``tool_call_id`` and ``tool_call``; an ``ObservationEvent`` the tool's
+``observation`` (``content`` parts, ``is_error``) and the ``action_id`` it answers; a
+``UserRejectObservation`` or ``AgentErrorEvent`` answers a call without running it. The
+``finish`` tool is the final answer. Kinds the SDK adds later become counted generic steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from annotator.errors import ImportFailure
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.detect import Head, read_head
+from annotator.importers.reading import iter_jsonl, load_json
+from annotator.importers.steps import StepList, fingerprint, json_text, obj, parse_time, plain, seq, str_or_none
+from annotator.models import Step, Trajectory
+
+#: Kinds that record conversation bookkeeping, not the agent's work: no step.
+_QUIET = {"ConversationStateUpdateEvent", "TokenEvent", "CondensationRequest"}
+_KNOWN = {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "UserRejectObservation",
+          "AgentErrorEvent", "Condensation", "CondensationSummaryEvent", "PauseEvent", *_QUIET}
+
+
+def _texts(parts: object) -> str:
+    """Text of a list of content parts (``TextContent``), or of one part."""
+    parts = parts if isinstance(parts, list) else [parts]
+    return "\n".join(as_text(obj(p).get("text")) for p in parts if obj(p).get("text") is not None)
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.out = StepList()
+        self.calls: dict[str, Step] = {}  # action event id -> its tool call step
+
+    def add(self, i: int, event: object, path: Path) -> None:
+        if not isinstance(event, dict) or "kind" not in event:
+            raise ImportFailure(str(path), "not an OpenHands event (needs 'kind')", where=f"event {i}")
+        kind = str_or_none(event.get("kind")) or ""
+        source = str_or_none(event.get("source"))
+        base = dict(id=str_or_none(event.get("id")) or f"event {i}", timestamp=parse_time(event.get("timestamp")),
+                    raw=plain(event), role=source, agent=str_or_none(event.get("sender")) or source)
+        handler = getattr(self, "_" + kind, None) if kind in _KNOWN else None
+        if kind in _QUIET:
+            return
+        if handler is None:
+            self.out.unknown_event(kind, base["raw"], **{k: v for k, v in base.items() if k != "raw"})
+            return
+        handler(event, base)
+
+    def _SystemPromptEvent(self, e: dict, base: dict) -> None:
+        text = "\n\n".join(t for t in (_texts(e.get("system_prompt")), _texts(e.get("dynamic_context"))) if t)
+        self.out.add(kind="system", content=text, **base)
+
+    def _MessageEvent(self, e: dict, base: dict) -> None:
+        msg = obj(e.get("llm_message"))
+        reasoning = as_text(msg.get("reasoning_content"))
+        if reasoning:
+            self.out.add(kind="thought", content=reasoning, **{**base, "id": f"{base['id']}.reasoning"})
+        self.out.add(kind="message", content=_texts(msg.get("content")) or as_text(msg.get("content")), **base)
+
+    def _ActionEvent(self, e: dict, base: dict) -> None:
+        thought = "\n".join(t for t in (as_text(e.get("reasoning_content")), _texts(e.get("thought"))) if t)
+        if thought:
+            self.out.add(kind="thought", content=thought, **{**base, "id": f"{base['id']}.thought"})
+        call = obj(e.get("tool_call"))
+        name = str_or_none(e.get("tool_name")) or str_or_none(call.get("name"))
+        action = {k: v for k, v in obj(e.get("action")).items() if k != "kind"}
+        args = json_text(call.get("arguments")) or json_text(action) or ""
+        if name == "finish":
+            self.out.add(kind="final_answer", content=as_text(action.get("message")) or args, tool_name=name, **base)
+            return
+        step = self.out.add(kind="tool_call", content=as_text(e.get("summary")) or f"{name}({args})", tool_name=name,
+                            tool_args=args, call_id=str_or_none(e.get("tool_call_id")), **base)
+        self.calls[base["id"]] = step
+
+    def _answer(self, e: dict, base: dict, kind: str, content: str) -> Step:
+        call = self.calls.get(str_or_none(e.get("action_id")) or "")
+        step = self.out.add(kind=kind, content=content, tool_name=str_or_none(e.get("tool_name")),
+                            call_id=str_or_none(e.get("tool_call_id")), **{**base, "agent": "environment"})
+        if call is not None:
+            step.link, call.link = call.index, step.index
+        return step
+
+    def _ObservationEvent(self, e: dict, base: dict) -> None:
+        observation = obj(e.get("observation"))
+        step = self._answer(e, base, "tool_result", _texts(observation.get("content")))
+        if observation.get("is_error"):
+            step.attributes["is_error"] = True
+
+    def _UserRejectObservation(self, e: dict, base: dict) -> None:
+        step = self._answer(e, base, "tool_result", f"rejected: {as_text(e.get('rejection_reason'))}")
+        step.attributes["rejected_by"] = e.get("rejection_source") or "user"
+
+    def _AgentErrorEvent(self, e: dict, base: dict) -> None:
+        self._answer(e, base, "error", as_text(e.get("error")))
+
+    def _Condensation(self, e: dict, base: dict) -> None:
+        forgotten = len(seq(e.get("forgotten_event_ids")))
+        text = f"[context condensed: {forgotten} event(s) forgotten] {as_text(e.get('summary'))}".strip()
+        self.out.add(kind="system", content=text, **base)
+
+    def _CondensationSummaryEvent(self, e: dict, base: dict) -> None:
+        self.out.add(kind="system", content=as_text(e.get("summary")), **base)
+
+    def _PauseEvent(self, e: dict, base: dict) -> None:
+        self.out.add(kind="event", content="[paused]", **base)
+
+
+def _is_event(item: object) -> bool:
+    kind = item.get("kind") if isinstance(item, dict) else None
+    return isinstance(kind, str) and "source" in item and (kind.endswith("Event") or kind in _KNOWN)
+
+
+@register
+class OpenHandsV1(Importer):
+    name = "openhands_v1"
+    description = "OpenHands V1 (software-agent-sdk) event log: JSON array or JSON Lines of events with 'kind'"
+
+    def sniff(self, head: Head) -> bool:
+        if head.kind == "jsonl":
+            return bool(head.lines) and _is_event(head.lines[0])
+        if head.kind != "json" or head.root != "array":
+            return False
+        kind = head.scalars.get("item.kind")
+        return "source" in head.keys("item") and _is_event({"kind": kind, "source": None})
+
+    def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        if read_head(path, opts).kind == "jsonl":
+            skipped = opts.extra.setdefault("skipped_lines", [])
+            events = [rec for _, rec in iter_jsonl(path, opts, skipped)]
+        else:
+            events = load_json(path)
+            if not isinstance(events, list):
+                raise ImportFailure(str(path), "expected a list of OpenHands events")
+        b = _Events()
+        for i, event in enumerate(events):
+            b.add(i, event, path)
+        raw = path.read_bytes()
+        traj = Trajectory(
+            id=stable_id(self.name, fingerprint(raw)),
+            source_format=self.name,
+            source_path=str(path),
+            title=path.stem,
+            system="OpenHands",
+            task=next((s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
+            metadata={"events": len(events)},
+            raw=raw,
+            steps=b.out.require(path, "events"),
+        )
+        yield ImportedRecord(trajectory=finish(traj, opts), warnings=b.out.warnings())

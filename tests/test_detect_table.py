@@ -1,0 +1,104 @@
+"""Detection over every file of the shared sample data and of trajectories/: the right format
+for each trajectory, no other specific importer claiming it, and no format for the rest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotator.errors import AmbiguousFormat, ImportFailure, UnknownFormat
+from annotator.importers.base import registry
+from annotator.importers.detect import detect, read_head
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+NOT_TRAJECTORIES = {"README.md", "SOURCES.md", "LICENSE"}
+
+
+def expected_format(path: Path) -> str | None:
+    """The format a file is, from where it lives; None for documentation and reference files."""
+    if path.name in NOT_TRAJECTORIES or path.suffix in (".yaml", ".txt"):
+        return None
+    parts = path.parts
+    if "formats" in parts:
+        return parts[parts.index("formats") + 1]
+    if "trajectories" in parts:  # the samples live in a folder named by their format
+        return parts[parts.index("trajectories") + 1]
+    if "who_and_when" in parts:
+        return "who_and_when"
+    if path.name == "mad_human_sample.json":
+        return "mad_human"
+    raise AssertionError(f"no expectation for {path}")
+
+
+FILES = sorted(p for base in (SHARED, ROOT / "trajectories") for p in base.rglob("*") if p.is_file())
+
+
+def test_the_table_covers_the_samples():
+    assert len(FILES) > 60
+    assert {expected_format(p) for p in FILES} >= {
+        "claude_code", "codex_cli", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
+        "swe_agent", "who_and_when", "mad_human", None}
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[2])) for p in FILES])
+def test_detection(path: Path):
+    want = expected_format(path)
+    if want is None:
+        with pytest.raises(UnknownFormat):
+            detect(path)
+        return
+    head = read_head(path)
+    importers = registry()
+    claims = {imp.name for imp in importers.values() if imp.sniff(head) and not imp.fallback}
+    assert claims == (set() if importers[want].fallback else {want})
+    assert detect(path, head=head).name == want
+
+
+def test_ambiguous_file_lists_candidates_and_the_flag(tmp_path):
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"trajectory": [{"action": "ls", "observation": "a"}], "history": [],'
+                   ' "mistake_agent": "x", "mistake_step": "0"}')
+    with pytest.raises(AmbiguousFormat) as err:
+        detect(odd)
+    assert set(err.value.candidates) == {"swe_agent", "who_and_when"}
+    assert "--format" in str(err.value)
+
+
+def test_a_zip_that_is_not_an_inspect_log(tmp_path):
+    import zipfile
+
+    z = tmp_path / "other.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("header.json", "{}")
+        zf.writestr("readme.txt", "hello")
+    with pytest.raises(UnknownFormat):
+        detect(z)
+
+
+def test_otlp_attributes_deep_in_the_file_are_seen(tmp_path):
+    otlp = tmp_path / "export.json"
+    otlp.write_text(
+        '{"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "s"}, "spans": ['
+        '{"traceId": "t", "spanId": "a", "name": "chat", "startTimeUnixNano": "1", "endTimeUnixNano": "2",'
+        ' "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}}]}]}]}]}'
+    )
+    assert "openinference.span.kind" in read_head(otlp).attribute_keys
+    assert detect(otlp).name == "openinference"
+
+
+def test_detection_reads_a_bounded_head(tmp_path):
+    big = tmp_path / "big.json"
+    filler = ",".join(['{"role": "user", "content": "' + "x" * 1000 + '"}'] * 2000)
+    big.write_text('[{"role": "system", "content": "mswea_bash_command"},' + filler + "]")
+    head = read_head(big)
+    assert head.size > 2_000_000 and len(head.text) <= 64 * 1024
+    assert detect(big, head=head).name == "mini_swe_agent"
+
+
+def test_binary_file_is_refused(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_bytes(b"{\x00\x01")
+    with pytest.raises(ImportFailure):
+        detect(f)
