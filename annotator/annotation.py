@@ -8,7 +8,8 @@ unit-tested without Textual:
 - every action is committed at once through the store (append-only rows) and pushed on an undo
   stack; undo writes retractions, so history keeps everything;
 - "done" turns every mode the annotator left untagged into an explicit "absent";
-- machine suggestions (labels of ``run:<id>`` annotators) are accepted or rejected per label.
+- machine suggestions (labels of ``run:<id>`` annotators) are accepted or rejected per label;
+  a decision can be changed and undone like a tag.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from annotator.errors import AnnotatorError, NotFound
 from annotator.models import Decision, Label, LabelRun, ReviewStatus, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
+from annotator.store.db import write
 from annotator.store.trajectories import TrajectorySummary, get_summary
 from taxonomy import Taxonomy
 
@@ -37,6 +39,10 @@ class NothingToUndo(AnnotatorError):
 
 class ModeNotTagged(AnnotatorError):
     """An edit (note, quote, evidence) addressed a mode that carries no tag."""
+
+
+class AlreadyDecided(AnnotatorError):
+    """A suggestion was accepted (or rejected) again: nothing to change."""
 
 
 def default_annotator() -> str:
@@ -66,11 +72,13 @@ class Suggestion:
 
 @dataclass
 class _Undo:
-    """One undoable action: the label rows it wrote and the review status it replaced."""
+    """One undoable action: the label rows it wrote, the review status it replaced, and for a
+    decision on a suggestion, that suggestion with the decision standing before."""
 
     description: str
     label_ids: list[int]
     previous_status: ReviewStatus | None = None
+    decision: tuple[Label, Decision | None] | None = None
 
 
 ActionKind = Literal["tagged", "moved", "untagged"]
@@ -202,23 +210,38 @@ class AnnotationSession:
         return absent
 
     def decide(self, suggestion: Suggestion, decision: Decision) -> None:
-        """Accept (becomes the annotator's own label, undoable) or reject a suggestion."""
+        """Accept (the suggestion becomes the annotator's own label) or reject a suggestion.
+
+        A decision can be changed: rejecting a suggestion accepted earlier also clears the label
+        that accepting wrote (edited since or not: it still derives from the suggestion). Undo
+        restores the decision standing before (none: the suggestion waits again).
+        """
+        if suggestion.decision == decision:
+            raise AlreadyDecided(f"the suggestion on {suggestion.label.mode_id} is already {decision}")
+        mode_id = suggestion.label.mode_id
+        own = self.labels().get(mode_id)
         self._start()
-        new_id = label_store.decide_suggestion(
-            self.db, suggestion.label, self.annotator, decision, taxonomy_hash=self.taxonomy.version_hash
-        )
-        if new_id is not None:
-            self._undo.append(_Undo(f"accepted {suggestion.label.mode_id}", [new_id]))
+        with write(self.db):
+            new_id = label_store.decide_suggestion(
+                self.db, suggestion.label, self.annotator, decision, taxonomy_hash=self.taxonomy.version_hash
+            )
+            ids = [new_id] if new_id is not None else []
+            if decision == "rejected" and own is not None and own.extra.get("suggestion_label_id") == suggestion.label.id:
+                ids += label_store.add_labels(self.db, [self._label(mode_id, verdict=None, onset_step=None)])
+        self._undo.append(_Undo(f"{decision} {mode_id}", ids, decision=(suggestion.label, suggestion.decision)))
 
     def undo(self) -> str:
-        """Withdraw the last action's rows (and restore the review status it changed)."""
+        """Withdraw the last action's rows (and restore the review status or decision it changed)."""
         if not self._undo:
             raise NothingToUndo("nothing to undo")
         action = self._undo.pop()
-        for label_id in reversed(action.label_ids):
-            label_store.retract(self.db, label_id, self.annotator)
-        if action.previous_status is not None:
-            review.set_review(self.db, self.trajectory_id, self.annotator, action.previous_status)
+        with write(self.db):
+            for label_id in reversed(action.label_ids):
+                label_store.retract(self.db, label_id, self.annotator)
+            if action.previous_status is not None:
+                review.set_review(self.db, self.trajectory_id, self.annotator, action.previous_status)
+            if action.decision is not None:
+                label_store.record_decision(self.db, action.decision[0], self.annotator, action.decision[1])
         return action.description
 
     def close(self) -> None:

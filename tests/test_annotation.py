@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from annotator import queue as work
-from annotator.annotation import AnnotationSession, ModeNotTagged, NothingToUndo, disagreements
+from annotator.annotation import AlreadyDecided, AnnotationSession, ModeNotTagged, NothingToUndo, disagreements
 from annotator.models import Label, LabelRun, Step, Trajectory
 from annotator.store import labels, review, runs
 from annotator.store.suggestions import pending_counts
@@ -103,8 +103,10 @@ def test_accepting_a_suggestion_makes_it_the_annotators_label(session, db):
     assert (lab.provenance, lab.run_id, lab.onset_step) == ("accepted", run.id, 2)
     assert session.suggestion_for("FM-1.3").decision == "accepted"
     assert pending_counts(db, "alice") == {}
-    session.undo()
+    assert session.undo() == "accepted FM-1.3"
     assert "FM-1.3" not in session.labels()
+    assert session.suggestion_for("FM-1.3").decision is None, "undo makes the suggestion wait again"
+    assert pending_counts(db, "alice") == {"t1": 1}
 
 
 def test_rejecting_a_suggestion_writes_no_label(session, db):
@@ -114,8 +116,28 @@ def test_rejecting_a_suggestion_writes_no_label(session, db):
     session.decide(s, "rejected")
     assert session.labels() == {}
     assert session.suggestions()["FM-1.3"][0].decision == "rejected"
+    with pytest.raises(AlreadyDecided):
+        session.decide(session.suggestion_for("FM-1.3"), "rejected")
     session.decide(session.suggestion_for("FM-1.3"), "accepted")
     assert session.labels()["FM-1.3"].provenance == "accepted", "a rejection can be changed"
+
+
+def test_rejecting_an_accepted_suggestion_clears_its_label_and_undo_restores_both(session, db):
+    _suggest(db)
+    session.decide(session.suggestion_for("FM-1.3"), "accepted")
+    session.set_note("FM-1.3", "checked by hand")
+    session.decide(session.suggestion_for("FM-1.3"), "rejected")
+    assert "FM-1.3" not in session.labels()
+    assert session.suggestion_for("FM-1.3").decision == "rejected"
+    assert session.undo() == "rejected FM-1.3"
+    assert session.labels()["FM-1.3"].note == "checked by hand"
+    assert session.suggestion_for("FM-1.3").decision == "accepted"
+    session.undo()
+    session.undo()
+    assert session.labels() == {} and session.suggestion_for("FM-1.3").decision is None
+    assert pending_counts(db, "alice") == {"t1": 1}
+    kinds = [d for (d,) in db.execute("SELECT decision FROM suggestion_decisions ORDER BY id")]
+    assert kinds == ["accepted", "rejected", "accepted", "withdrawn"], "decisions are append-only"
 
 
 def test_disagreements_between_two_annotators(session, db):

@@ -135,6 +135,14 @@ async def test_suggestions_accept_reject_and_jump(tui_db, read_screen):
         lab = _current(app)["FM-1.3"]
         assert (lab.provenance, lab.run_id) == ("accepted", 1)
         assert "accepted from run 1" in read_screen(app)
+        await pilot.press("A")
+        assert "already accepted" in read_screen(app)
+        await pilot.press("X")
+        assert "FM-1.3" not in _current(app), "rejecting an accepted suggestion clears its label"
+        assert "[rejected]" in read_screen(app)
+        await pilot.press("u")
+        assert _current(app)["FM-1.3"].provenance == "accepted"
+        assert "undone: rejected FM-1.3" in read_screen(app) and "[accepted]" in read_screen(app)
         await pilot.press("s", "X")
         assert "rejected the suggestion of run:1 on FM-3.2" in read_screen(app)
         assert labels.suggestion_decisions(app.db, "t1", "alice")
