@@ -306,7 +306,8 @@ class Disagreement:
 def disagreements(db: Database, trajectory_id: str, left: str, right: str, taxonomy: Taxonomy) -> list[Disagreement]:
     """Modes on which ``left`` and ``right`` disagree for one trajectory, in codebook order.
 
-    No label counts as "not present", so a tag facing silence is a verdict disagreement.
+    No label counts as "not present", so a tag facing silence is a verdict disagreement. Onsets
+    are compared only when both sides give one (datasets labelled per trace carry none).
     """
     current = label_store.current_labels(db, trajectory_id)
     by = {(lab.annotator, lab.mode_id): lab for lab in current}
@@ -317,7 +318,7 @@ def disagreements(db: Database, trajectory_id: str, left: str, right: str, taxon
         b_present = b is not None and b.verdict == "present"
         if a_present != b_present:
             out.append(Disagreement(mode_id, "verdict", a, b))
-        elif a_present and a.onset_step != b.onset_step:
+        elif a_present and None not in (a.onset_step, b.onset_step) and a.onset_step != b.onset_step:
             out.append(Disagreement(mode_id, "onset", a, b))
     return out
 

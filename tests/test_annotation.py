@@ -148,6 +148,8 @@ def test_disagreements_between_two_annotators(session, db):
     bob.toggle("FM-2.1", 3)
     found = {(d.mode_id, d.kind, d.onsets) for d in disagreements(db, "t1", "alice", "bob", TAX)}
     assert found == {("FM-1.1", "verdict", (1, None)), ("FM-1.2", "onset", (2, 5)), ("FM-2.1", "verdict", (None, 3))}
+    labels.add_label(db, Label(trajectory_id="t1", mode_id="FM-1.1", annotator="dataset", verdict="present"))
+    assert disagreements(db, "t1", "alice", "dataset", TAX)[0].mode_id == "FM-1.2", "no onset: nothing to compare on FM-1.1"
 
 
 def test_queue_filters_progress_and_next_unfinished(db):

@@ -124,7 +124,7 @@ async def test_suggestions_accept_reject_and_jump(tui_db, read_screen):
         text = read_screen(app)
         assert "◇ run 1 llm 0.80 → #2 #4" in text
         assert "◇ run 1 llm 0.60 → #7 ⚠ ungrounded" in text
-        assert "others: bob @6" in text
+        assert "others: ● bob @6" in text
         await pilot.press("3")
         await pilot.press("u")
         await pilot.press("o")

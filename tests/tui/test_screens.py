@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input, Select
 
-from annotator.store import labels, review
+from annotator.models import Step
+from annotator.store import labels, open_db, review
+from annotator.store.trajectories import save_trajectory
 from annotator.tui.app import make_app
 from annotator.tui.screens.compare import CompareScreen
+from annotator.tui.screens.modals import TaskScreen
 from annotator.tui.screens.replay import ReplayScreen
+from tests.tui.conftest import HOSTILE, trajectory
 
 SIZE = (140, 42)
 
@@ -68,7 +72,7 @@ async def test_compare_lists_disagreements_and_jumps_to_both_onsets(tui_db, read
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, ReplayScreen) and screen.cursor == 2
-        assert "FM-2.3: A onset 2, B onset 6" in read_screen(app)
+        assert "FM-2.3: A onset #2, B onset #6" in read_screen(app)
         await pilot.press("o")
         assert screen.cursor == 6
         await pilot.press("o")
@@ -93,3 +97,45 @@ async def test_hostile_content_is_shown_literally_and_does_nothing(tui_db, read_
         await pilot.pause()
         assert app.is_running and app.screen is screen
         assert labels.current_labels(app.db, "t1", "alice") == []
+
+
+async def test_queue_moves_with_j_k_g_G(tui_db):
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(DataTable)
+        await pilot.press("j", "j")
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        assert table.cursor_row == 1
+        await pilot.press("G")
+        assert table.cursor_row == 2
+        await pilot.press("g", "enter")
+        assert app.screen.session.trajectory_id == "t1"
+
+
+async def test_a_format_without_system_shows_its_format(db_path, read_screen):
+    db = open_db(db_path)
+    traj = trajectory("spans", system=None)
+    steps = [
+        Step(index=0, agent="user", kind="message", content=HOSTILE),
+        Step(index=1, agent="bot", kind="tool_call", tool_name="lookup", tool_args='{"q": "x"}', content='lookup({"q": "x"})'),
+    ]
+    save_trajectory(db, traj.model_copy(update={"source_format": "otel_genai", "task": HOSTILE, "steps": steps}))
+    db.close()
+    app = make_app(db_path, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.screen.query_one(DataTable).get_row_at(0)[1].plain == "otel_genai"
+        screen = app.open_trajectory("spans")
+        await pilot.pause()
+        await pilot.press("R", "j")
+        text = read_screen(app)
+        assert "format otel_genai" in text
+        assert "task (T) [bold red]not bold[/] [@click=app.quit]quit[/]" in text
+        assert "🔧 lookup({\"q\": \"x\"})" in text, "the step list names the tool once"
+        assert 'lookup({"q": "x"})' not in text.split("call lookup", 1)[1], "the call's content only restates its arguments"
+        await pilot.press("T")
+        assert isinstance(app.screen, TaskScreen)
+        text = read_screen(app)
+        assert "format: otel_genai" in text and "\\x1b[31mred\\x1b[0m" in text and "\x1b" not in text
+        await pilot.press("escape")
+        assert app.screen is screen

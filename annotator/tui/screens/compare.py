@@ -23,7 +23,8 @@ def _cell(d: Disagreement, side: str) -> Text:
     if lab is None:
         return Text("—", style="grey50")
     if lab.verdict == "present":
-        return Text(f"present @{lab.onset_step}", style="bold #ff5f5f")
+        onset = "" if lab.onset_step is None else f" @{lab.onset_step}"
+        return Text("present" + onset, style="bold #ff5f5f")
     return Text(lab.verdict or "cleared", style="grey62")
 
 

@@ -1,4 +1,4 @@
-"""Modal screens: help (keys and definitions), one mode's definition, a text prompt, a confirmation."""
+"""Modal screens: help (keys and definitions), one mode's definition, the task, a text prompt, a confirmation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from annotator.render import plain_header
+from annotator.store.trajectories import TrajectorySummary
 from annotator.tui.keys import REPLAY_KEYS
+from annotator.tui.widgets.text import plain
 from taxonomy import Mode, Taxonomy
 
 TAGGING_HELP = (
@@ -78,6 +81,21 @@ class DefinitionScreen(_Dismissable):
         with Vertical(id="definition", classes="dialog"):
             yield Static(_definition(self._mode, self._taxonomy))
             yield Static(Text("esc closes", style="grey62"))
+
+
+class TaskScreen(_Dismissable):
+    """The trajectory's facts and its whole task text (the header shows one line of it), inert."""
+
+    def __init__(self, summary: TrajectorySummary, *, blind: bool) -> None:
+        super().__init__()
+        self._summary, self._blind = summary, blind
+
+    def compose(self) -> ComposeResult:
+        facts = plain_header(self._summary.model_copy(update={"task": None}), show_outcome=not self._blind)
+        with VerticalScroll(id="task", classes="dialog"):
+            yield Static(Text("Task — esc closes", style="bold"))
+            yield Static(Text(facts.rstrip() + "\n", style="grey70"))
+            yield Static(plain(self._summary.task or "(this trajectory names no task)"))
 
 
 class TextPrompt(ModalScreen[str | None]):

@@ -1,7 +1,7 @@
 """The queue screen: what the annotator has to do, filtered, searched, with overall progress.
 
 Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one. The outcome
-column is left out in blind mode, and so are waiting suggestions.
+column is left out in blind mode, and so are waiting suggestions. The columns fit 120 cells.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": 
 class QueueScreen(Screen[None]):
     BINDINGS = [
         Binding("n", "next_unfinished", "next unfinished"),
+        Binding("j", "row(1)", "down", show=False),
+        Binding("k", "row(-1)", "up", show=False),
+        Binding("g", "row(-1_000_000)", "first", show=False),
+        Binding("G", "row(1_000_000)", "last", show=False),
         Binding("slash", "focus_search", "search", key_display="/"),
         Binding("escape", "focus_table", "list", show=False),
         Binding("question_mark", "help", "help", key_display="?"),
@@ -52,7 +56,7 @@ class QueueScreen(Screen[None]):
         columns = ["title", "system", "model", "steps", "status"]
         if not self.app.blind:
             columns[4:4] = ["outcome"]
-            columns.append("suggestions")
+            columns.append("suggested")
         table.add_columns(*columns)
         self.reload()
         table.focus()
@@ -80,7 +84,9 @@ class QueueScreen(Screen[None]):
         table.clear()
         for r in self.rows:
             s = r.summary
-            cells = [line(s.title or s.id, 50), line(s.system, 20), line(s.model, 20), Text(str(s.n_steps), justify="right")]
+            # Formats that name no system (a chat log, a span export) show their format instead.
+            system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
+            cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
             if not app.blind:
                 cells.append(Text(s.outcome))
             cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
@@ -120,6 +126,10 @@ class QueueScreen(Screen[None]):
             self.notify("every trajectory in this list is done")
             return
         self.app.open_trajectory(row.summary.id)
+
+    def action_row(self, delta: int) -> None:
+        table = self.query_one(DataTable)
+        table.move_cursor(row=max(0, min(table.cursor_row + delta, table.row_count - 1)))
 
     def action_focus_search(self) -> None:
         self.query_one("#search", Input).focus()

@@ -20,7 +20,7 @@ from annotator.render import inert
 from annotator.store.step_heads import get_step_head
 from annotator.store.trajectories import get_step, search_steps
 from annotator.tui.keys import replay_bindings
-from annotator.tui.screens.modals import ConfirmScreen, DefinitionScreen, HelpScreen, TextPrompt
+from annotator.tui.screens.modals import ConfirmScreen, DefinitionScreen, HelpScreen, TaskScreen, TextPrompt
 from annotator.tui.widgets.step_list import StepList
 from annotator.tui.widgets.step_view import StepView
 from annotator.tui.widgets.taxonomy_panel import PanelState, TaxonomyPanel
@@ -71,18 +71,21 @@ class ReplayScreen(Screen[None]):
     def _header(self) -> Text:
         s = self.summary
         out = Text()
+        out.append("[REVIEW] " if self.review_mode else "[REPLAY] ", style="bold #ffd75f")
+        if self.blind:
+            out.append("[BLIND] ", style="bold #ff8787")
         out.append_text(line(s.title or s.id, 60, "bold"))
         facts = [("system", s.system), ("model", s.model), ("steps", str(s.n_steps))]
         if not self.blind:
             facts.append(("outcome", s.outcome))
+        facts.append(("format", s.source_format))
         for key, value in facts:
             if value:
                 out.append(f"  {key} ", style="grey62")
                 out.append_text(line(value, 30))
-        mode = "REVIEW" if self.review_mode else "REPLAY"
-        out.append(f"  [{mode}]", style="bold #ffd75f")
-        if self.blind:
-            out.append("  [BLIND]", style="bold #ff8787")
+        if s.task:
+            out.append("\ntask (T) ", style="grey62")
+            out.append_text(line(s.task, 400))
         return out
 
     def _visible(self) -> int:
@@ -286,6 +289,9 @@ class ReplayScreen(Screen[None]):
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self.taxonomy))
 
+    def action_task(self) -> None:
+        self.app.push_screen(TaskScreen(self.summary, blind=self.blind))
+
     def action_search(self) -> None:
         def find(text: str | None) -> None:
             if not text or not text.strip():
@@ -320,7 +326,10 @@ class ReplayScreen(Screen[None]):
             self._refresh_labels()
             if left is not None or right is not None:
                 self._jump(left if left is not None else right)
-            self._say(f"{mode_id}: A onset {left}, B onset {right} · o jumps between them")
+            def onset(i: int | None) -> str:
+                return "—" if i is None else f"#{i}"
+
+            self._say(f"{mode_id}: A onset {onset(left)}, B onset {onset(right)} · o jumps between them")
 
         self.app.push_screen(CompareScreen(self.session, self.taxonomy), jump)
 

@@ -53,7 +53,7 @@ class StepList(ScrollView, can_focus=False):
         redraw_all = count != self.count
         self.count = count
         if self.virtual_size.height != count:
-            self.virtual_size = Size(self.size.width, count)
+            self.virtual_size = Size(0, count)  # lines are cut to the view: no horizontal scrollbar
         top = round(self.scroll_offset.y)
         height = max(self.size.height, 1)
         if cursor < top:
@@ -65,7 +65,7 @@ class StepList(ScrollView, can_focus=False):
         if redraw_all:
             self.refresh()
         else:
-            width = self.size.width
+            width = self.scrollable_content_region.width
             self.refresh(Region(0, previous - top, width, 1), Region(0, cursor - top, width, 1))
 
     def set_marks(self, marks: dict[int, str]) -> None:
@@ -86,7 +86,7 @@ class StepList(ScrollView, can_focus=False):
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width
         index = round(self.scroll_offset.y) + y
         if index >= self.count:
             return Strip.blank(width, self._base_style)
@@ -100,9 +100,16 @@ class StepList(ScrollView, can_focus=False):
         text.append(f"{agent:<{_AGENT_WIDTH}} ", style=agent_colour(p.agent))
         icon = KIND_ICONS.get(p.kind, "•")
         text.append(icon + " " * max(0, 2 - cell_len(icon)) + " ")
+        preview = one_line(p.preview, width)
         if p.tool_name:
-            text.append(one_line(p.tool_name, 24) + " ", style="bold #ffaf5f")
-        text.append(one_line(p.preview, width))
+            # A call's content often starts with its tool's name ("search({...})"): say it once.
+            name = one_line(p.tool_name, 24)
+            if preview.startswith(name):
+                preview = preview[len(name) :]
+            else:
+                name += " "
+            text.append(name, style="bold #ffaf5f")
+        text.append(preview)
         segments = list(text.render(self.app.console))
         strip = Strip(segments).crop_extend(0, width, None)
         if index == self.cursor:

@@ -64,6 +64,15 @@ def body(text: str) -> RenderableType:
     return Group(*parts)
 
 
+def _restates_call(step: Step, shown: str) -> bool:
+    """Whether a tool call's content only repeats its arguments (``name(args)`` or the bare
+    arguments, as most importers write it), so the argument block already says it all."""
+    if step.kind != "tool_call" or not step.tool_args:
+        return False
+    args = step.tool_args.strip()
+    return shown.strip() in (args, f"{step.tool_name}({args})")
+
+
 def render_step(step: Step, total: int) -> RenderableType:
     """The step view for ``step``, whose content may be the first part of ``total`` characters."""
     head = Text()
@@ -91,7 +100,7 @@ def render_step(step: Step, total: int) -> RenderableType:
         if step.link is not None:
             note.append(f" (call at step #{step.link})", style="grey62")
         parts.append(note)
-    if shown:
+    if shown and not _restates_call(step, shown):
         if step.tool_name and step.kind != "tool_call":
             parts.append(Panel(body(shown), border_style="#87d75f"))
         else:

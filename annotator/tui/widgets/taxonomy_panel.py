@@ -62,6 +62,17 @@ def _suggestion(s: Suggestion) -> Text:
     return out
 
 
+def _others(others: list[Label]) -> Text:
+    """Other people's verdicts on one line: who tagged it (and where), how many said absent."""
+    tagged = [o.annotator + (f" @{o.onset_step}" if o.onset_step is not None else "") for o in others if o.verdict == "present"]
+    rest: dict[str, int] = {}
+    for o in others:
+        if o.verdict != "present":
+            rest[o.verdict or "cleared"] = rest.get(o.verdict or "cleared", 0) + 1
+    parts = (["● " + ", ".join(tagged)] if tagged else []) + [f"{n} {verdict}" for verdict, n in rest.items()]
+    return Text("    others: " + one_line(" · ".join(parts), 44), style="#87afaf")
+
+
 def render_panel(state: PanelState) -> Text:
     out = Text()
     tax = state.taxonomy
@@ -89,11 +100,8 @@ def render_panel(state: PanelState) -> Text:
                 out.append("\n")
             others = state.others.get(mode.id, [])
             if others:
-                shown = ", ".join(
-                    f"{o.annotator} {'@' + str(o.onset_step) if o.verdict == 'present' else o.verdict}"
-                    for o in others
-                )
-                out.append(Text(f"    others: {inert(shown)}\n", style="#87afaf"))
+                out.append_text(_others(others))
+                out.append("\n")
         out.append("\n")
     return out
 
