@@ -116,17 +116,24 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
       mast import 'runs/**/*.jsonl' --format openai_chat --system my-agent
       mast import outputs/agent_outputs --ground-truth scenarios/   # ITBench runs, scored
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from annotator.importers.base import ImportOptions
-    from annotator.importers.service import expand_paths, import_paths
 
     opts = ImportOptions(
         system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
     )
     if max_size is not None:
         opts.max_bytes = max_size
-    db = _open(ctx)
+    summary = _import(_open(ctx), paths, fmt, opts, quiet)
+    if summary.failed:
+        sys.exit(1)
+
+
+def _import(db, paths, fmt, opts, quiet: bool):
+    """Import with a progress bar, print one line per file (unless quiet) and the totals."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from annotator.importers.service import expand_paths, import_paths
+
     files = expand_paths(paths)
     if not files:
         _fail("no files match " + " ".join(paths))
@@ -158,10 +165,9 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     if skipped:
         line += f", {skipped} skipped (not a trajectory)"
     out.print(Text(line, style="bold"), soft_wrap=True)
-    if failed:
-        for f in failed:
-            err.print(Text(f"failed: {f.error}", style="red"))
-        sys.exit(1)
+    for f in failed:
+        err.print(Text(f"failed: {f.error}", style="red"))
+    return summary
 
 
 def _print_file_result(f) -> None:
@@ -370,8 +376,9 @@ def formats_cmd():
 def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
     """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
 
-    PATHS, if given, are imported first (files or folders, as with `mast import`). Every tag is
-    saved the moment it is made; press ? in the app for the keys.
+    PATHS, if given, are imported first (files or folders, as with `mast import`; a file that
+    fails is reported and the app opens on the rest). Every tag is saved the moment it is made;
+    press ? in the app for the keys.
 
     \b
     Examples:
@@ -380,7 +387,6 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
       mast annotate --annotator alice --blind
       mast annotate --taxonomy my-codebook.yaml
     """
-    from annotator.importers.service import import_paths
     from annotator.tui.app import make_app
     from annotator.tui.keys import check_hotkeys
 
@@ -388,10 +394,8 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
     check_hotkeys(tax)
     if paths:
         db = _open(ctx)
-        summary = import_paths(db, paths)
+        _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
-        for f in summary.failed:
-            err.print(Text(f"skipped: {f.error}", style="yellow"))
     make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from annotator.importers.service import import_paths
 from annotator.store import labels, open_db
 
 HERE = Path(__file__).resolve().parent
@@ -75,3 +76,18 @@ def test_two_annotators_in_two_processes_lose_no_write(tui_db):
         assert len(rows) == 33, "every toggle of both processes is stored"
         current = {lab.mode_id: lab.onset_step for lab in labels.current_labels(db, "t1", name)}
         assert current == {"FM-1.1": 10, "FM-2.1": 10, "FM-3.1": 10}
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_annotate_imports_the_paths_given_then_opens_on_them(tmp_path):
+    samples = HERE.parents[1] / "trajectories"
+    reference = open_db(tmp_path / "reference.db")
+    expected = import_paths(reference, [samples]).total("imported")
+    session = f"mast-import-{os.getpid()}"
+    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
+          f"exec {MAST} --db {tmp_path / 'fresh.db'} annotate {samples} --annotator alice")
+    try:
+        _wait_for(session, f"Queue of alice   0/{expected} done")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert expected >= 10
