@@ -3,7 +3,7 @@
 Builds a database with one 10,000-step trajectory in which 12 tool results are 4 MB each, then,
 in a headless app of 140x42 cells: the time from asking for the trajectory to the replay screen
 being drawn, and the latency of single step moves (``j`` in review mode, across the big steps),
-of ``G`` (jump to the last step) and of tagging a mode. Each Pilot key press also pays the
+of ``L`` on a 4 MB step (its whole content), of ``G`` (jump to the last step) and of tagging a mode. Each Pilot key press also pays the
 harness's own waits, so the same is measured for a key bound to nothing and the difference is
 printed as the app's share.
 """
@@ -79,6 +79,12 @@ async def measure(path: Path) -> None:
         share = statistics.median(moves) - statistics.median(idle)
         print(f"one step move, app's share (median j - median z): {share * 1000:.1f} ms")
         print(f"moves onto a {BIG_BYTES / 1e6:.0f} MB step ({len(big_moves)}): {_ms(big_moves)}")
+
+        await pilot.press("g", "j", "j", "j")
+        assert screen.cursor == 3
+        start = time.perf_counter()
+        await pilot.press("L")
+        print(f"show the whole {BIG_BYTES / 1e6:.0f} MB step (L): {(time.perf_counter() - start) * 1000:.1f} ms")
 
         start = time.perf_counter()
         await pilot.press("G")

@@ -51,6 +51,8 @@ REPLAY_KEYS: tuple[Key, ...] = (
     Key("u", "u", "undo", "undo the last action (repeat for more)", "undo"),
     Key("D", "D", "done", "mark done (untagged modes become absent)", "done"),
     Key("L", "L", "full", "show the whole of a long step"),
+    Key("pagedown,ctrl+d", "PgDn ^d", "scroll_step(1)", "scroll the step view down a page"),
+    Key("pageup,ctrl+u", "PgUp ^u", "scroll_step(-1)", "scroll the step view up a page"),
     Key("T", "T", "task", "the task in full, with the trajectory's source, format and agents"),
     Key("C", "C", "compare", "compare two annotators (adjudication)"),
     Key("question_mark", "?", "help", "keys and full definitions", "help"),

@@ -6,6 +6,7 @@ from annotator.store import labels, review
 from annotator.tui.app import make_app
 from annotator.tui.screens.replay import ReplayScreen
 from annotator.tui.widgets.step_list import StepList
+from annotator.tui.widgets.step_view import StepView
 
 SIZE = (140, 42)
 
@@ -191,6 +192,12 @@ async def test_long_step_is_cut_and_L_shows_all(tmp_path, read_screen):
         assert "characters shown · L shows all" in read_screen(app)
         await pilot.press("L")
         assert screen.full and "L shows all" not in read_screen(app)
+        assert "whole content, 98,897 characters, as plain text" in read_screen(app)
+        view = screen.query_one(StepView)
+        await pilot.press("pagedown", "ctrl+d")
+        assert view.scroll_offset.y > 30 and "line 60" in read_screen(app)
+        await pilot.press("pageup", "ctrl+u")
+        assert view.scroll_offset.y == 0
 
 
 async def test_next_previous_trajectory_help_and_back(tui_db, read_screen):

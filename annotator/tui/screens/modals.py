@@ -34,11 +34,12 @@ def _definition(mode: Mode, taxonomy: Taxonomy) -> Text:
 def help_text(taxonomy: Taxonomy) -> Text:
     out = Text()
     out.append("Keys\n", style="bold underline")
+    width = max(len(k.shown) for k in REPLAY_KEYS)
     for k in REPLAY_KEYS:
-        out.append(f"  {k.shown:>6}  ", style="bold #ffd75f")
+        out.append(f"  {k.shown:>{width}}  ", style="bold #ffd75f")
         out.append(k.description + "\n")
     keys = " ".join(m.hotkey for m in taxonomy.modes)
-    out.append(f"  {'modes':>6}  ", style="bold #ffd75f")
+    out.append(f"  {'modes':>{width}}  ", style="bold #ffd75f")
     out.append(f"{keys}: toggle the mode at the current step\n\n")
     out.append(TAGGING_HELP + "\n\n", style="italic")
     out.append(f"{taxonomy.name} ({taxonomy.version})\n", style="bold underline")

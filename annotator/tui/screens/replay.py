@@ -167,6 +167,13 @@ class ReplayScreen(Screen[None]):
         self.query_one("#replay-header", Static).update(self._header())
         self._say("review mode: every step is listed" if self.review_mode else "replay mode: space reveals the next step")
 
+    def action_scroll_step(self, pages: int) -> None:
+        view = self.query_one(StepView)
+        if pages > 0:
+            view.scroll_page_down(animate=False)
+        else:
+            view.scroll_page_up(animate=False)
+
     def action_full(self) -> None:
         self.full = True
         self._show_step()

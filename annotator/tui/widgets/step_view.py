@@ -2,8 +2,11 @@
 
 Tool calls show the tool name and their arguments (pretty JSON) in a block of their own; tool
 results say which tool and which call produced them. Content beyond ``store.step_heads.HEAD_CHARS`` is cut
-with a note (only that much is read from the database), and ``L`` shows the whole step, so a multi-megabyte tool output never slows down
-moving between steps. All text is inert (see ``widgets.text``); Syntax never parses markup.
+with a note (only that much is read from the database), so a multi-megabyte tool output never
+slows down moving between steps. ``L`` shows the whole step: a content that long is wrapped as
+plain text by slicing and turned into lines only as they scroll into view, because laying out
+megabytes through Rich takes seconds (11 s for 4 MB). All text is inert (see ``widgets.text``);
+Syntax never parses markup.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 
 import orjson
+from rich.cells import chop_cells
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.segment import Segment
@@ -24,6 +28,7 @@ from textual.strip import Strip
 
 from annotator.models import Step
 from annotator.render import KIND_ICONS, inert
+from annotator.store.step_heads import HEAD_CHARS
 from annotator.tui.widgets.text import agent_colour, plain
 
 _FENCE = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
@@ -110,6 +115,19 @@ def render_step(step: Step, total: int) -> RenderableType:
     return Group(*parts)
 
 
+def wrap_plain(text: str, width: int) -> list[str]:
+    """``text`` made inert and cut into lines of at most ``width`` cells, without Rich's layout."""
+    out: list[str] = []
+    for raw in inert(text).expandtabs(8).split("\n"):
+        if not raw:
+            out.append("")
+        elif raw.isascii():
+            out.extend(raw[i : i + width] for i in range(0, len(raw), width))
+        else:
+            out.extend(chop_cells(raw, width))
+    return out
+
+
 class StepView(ScrollView, can_focus=False):
     """Scrollable view of one step, rendered once per step into lines that scroll without redrawing."""
 
@@ -121,7 +139,7 @@ class StepView(ScrollView, can_focus=False):
         super().__init__(**kwargs)
         self._step: Step | None = None
         self._total = 0
-        self._lines: list[Strip] = []
+        self._lines: list[Strip | str] = []  # a str is a plain line of a long content, made a Strip when drawn
         self._width = 0
         self._base_style = Style()
 
@@ -139,10 +157,20 @@ class StepView(ScrollView, can_focus=False):
         if width <= 0:
             self._lines = []
             return
-        renderable = Text("(no step)") if self._step is None else render_step(self._step, self._total)
+        step = self._step
+        long_body = step is not None and len(step.content) > HEAD_CHARS
+        if step is None:
+            renderable: RenderableType = Text("(no step)")
+        elif long_body:
+            note = Text(f"whole content, {len(step.content):,} characters, as plain text", style="bold #ffd75f")
+            renderable = Group(render_step(step.model_copy(update={"content": ""}), 0), note)
+        else:
+            renderable = render_step(step, self._total)
         console = self.app.console
         lines = console.render_lines(renderable, console.options.update_width(width), pad=True)
         self._lines = [Strip(line, width) for line in lines]
+        if long_body:
+            self._lines += wrap_plain(step.content, width)
         # Short steps keep one virtual size (the viewport), so moving between them needs no layout.
         size = Size(width, max(len(self._lines), self.scrollable_content_region.height))
         if self.virtual_size != size:
@@ -157,7 +185,7 @@ class StepView(ScrollView, can_focus=False):
         index = round(self.scroll_offset.y) + y
         if index >= len(self._lines):
             return Strip.blank(self._width, self._base_style)
-        strip = self._lines[index]
+        strip = self._line(index)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(index)) is not None:
             start, end = span
@@ -166,9 +194,16 @@ class StepView(ScrollView, can_focus=False):
             strip = Strip.join([strip.crop(0, start), Strip(list(marked)), strip.crop(end)])
         return strip.apply_style(self._base_style).apply_offsets(0, index)
 
+    def _line(self, index: int) -> Strip:
+        line = self._lines[index]
+        if isinstance(line, str):
+            return Strip([Segment(line)]).extend_cell_length(self._width)
+        return line
+
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         """The selected text (for a quote), as shown."""
-        return selection.extract("\n".join(strip.text.rstrip() for strip in self._lines)), "\n"
+        text = "\n".join((line if isinstance(line, str) else line.text).rstrip() for line in self._lines)
+        return selection.extract(text), "\n"
 
     def selection_updated(self, selection: Selection | None) -> None:
         self.refresh()
