@@ -23,9 +23,10 @@ from typing import Literal
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, NotFound
-from annotator.models import Decision, Label, LabelRun, ReviewStatus, utcnow
+from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
+from annotator.store.attributions import attributions
 from annotator.store.db import write
 from annotator.store.trajectories import TrajectorySummary, get_summary
 from taxonomy import Taxonomy
@@ -126,6 +127,10 @@ class AnnotationSession:
             if lab.annotator != self.annotator and not is_run_annotator(lab.annotator):
                 out.setdefault(lab.mode_id, []).append(lab)
         return out
+
+    def attributions(self) -> list[Attribution]:
+        """Decisive-error attributions of the trajectory (a dataset's or a person's), to compare with."""
+        return attributions(self.db, self.trajectory_id)
 
     def suggestions(self) -> dict[str, list[Suggestion]]:
         """Runs' "present" labels per mode id, each with this annotator's decision."""

@@ -369,7 +369,7 @@ def formats_cmd():
 @main.command("annotate")
 @click.argument("paths", nargs=-1)
 @click.option("--annotator", envvar="MAST_ANNOTATOR", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
-@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels and task outcomes (agreement studies).")
+@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task outcomes (agreement studies).")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
 @click.pass_context
 @handled

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input, Select
 
-from annotator.models import Step
+from annotator.models import Attribution, Step
 from annotator.store import labels, open_db, review
+from annotator.store.attributions import save_attribution
 from annotator.store.trajectories import save_trajectory
 from annotator.tui.app import make_app
 from annotator.tui.screens.compare import CompareScreen
@@ -139,3 +140,22 @@ async def test_a_format_without_system_shows_its_format(db_path, read_screen):
         assert "format: otel_genai" in text and "\\x1b[31mred\\x1b[0m" in text and "\x1b" not in text
         await pilot.press("escape")
         assert app.screen is screen
+
+
+async def test_a_decisive_error_attribution_is_shown_except_in_blind_mode(tui_db, read_screen):
+    db = open_db(tui_db)
+    save_attribution(db, Attribution(trajectory_id="t2", annotator="who-and-when", step=7, agent="Coder", reason=HOSTILE))
+    db.close()
+    for blind in (False, True):
+        app = make_app(tui_db, "alice", blind=blind)
+        async with app.run_test(size=SIZE) as pilot:
+            app.open_trajectory("t2")
+            await pilot.pause()
+            await pilot.press("R")
+            text = read_screen(app)
+            if blind:
+                assert "decisive error" not in text and "✗" not in text
+            else:
+                assert "✗ decisive error (who-and-when)" in text and "step 7 · Coder" in text
+                assert "✗     7 Coder" in text, "the attributed step is marked in the step list"
+                assert "[@click=app.quit]quit[/]" in text

@@ -100,11 +100,13 @@ class ReplayScreen(Screen[None]):
         labels = self.session.labels()
         suggestions = {} if self.blind else self.session.suggestions()
         others = {} if self.blind else self.session.others()
+        attributions = [] if self.blind else self.session.attributions()
         mode = self.taxonomy.modes[self.mode_cursor]
         self.query_one(TaxonomyPanel).show(
-            PanelState(self.taxonomy, mode.id, labels, suggestions, others)
+            PanelState(self.taxonomy, mode.id, labels, suggestions, others, attributions)
         )
-        marks = {**self.compare_marks}
+        marks = {a.step: "✗" for a in attributions if a.step is not None}
+        marks.update(self.compare_marks)
         for lab in labels.values():
             if lab.verdict == "present" and lab.onset_step is not None:
                 marks[lab.onset_step] = "●"

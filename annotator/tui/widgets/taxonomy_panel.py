@@ -1,8 +1,9 @@
 """The taxonomy panel: every mode grouped by category, with its key and its state for the annotator.
 
 Own labels (present with onset, absent, accepted from a run), machine suggestions (confidence,
-cited steps, ungrounded flag, decision) and other people's tags are drawn in distinct styles;
-in blind mode only the annotator's own labels are passed in.
+cited steps, ungrounded flag, decision), other people's tags and decisive-error attributions
+(Who&When's "which agent, which step, why") are drawn in distinct styles; in blind mode only
+the annotator's own labels are passed in.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from annotator.annotation import Suggestion
-from annotator.models import Label
+from annotator.models import Attribution, Label
 from annotator.render import inert, one_line
 from taxonomy import Taxonomy
 
@@ -32,6 +33,7 @@ class PanelState:
     labels: dict[str, Label] = field(default_factory=dict)
     suggestions: dict[str, list[Suggestion]] = field(default_factory=dict)
     others: dict[str, list[Label]] = field(default_factory=dict)
+    attributions: list[Attribution] = field(default_factory=list)
 
 
 def _own(label: Label | None) -> Text:
@@ -103,6 +105,13 @@ def render_panel(state: PanelState) -> Text:
                 out.append_text(_others(others))
                 out.append("\n")
         out.append("\n")
+    for a in state.attributions:
+        out.append(Text("✗ decisive error", style="bold #ff8787"))
+        out.append(Text(f" ({inert(a.annotator)})\n", style="grey62"))
+        where = f"step {a.step}" if a.step is not None else f"step {inert(a.step_as_given or '?')} (not in the trajectory)"
+        out.append(Text(f"  {where} · {inert(a.agent or '?')}\n", style="#ff8787"))
+        if a.reason:
+            out.append(Text("  " + inert(a.reason) + "\n", style="italic grey70"))
     return out
 
 
