@@ -28,6 +28,8 @@ class AnnotatorApp(App[None]):
         self.blind = blind
         self.taxonomy = taxonomy
         self.queue_ids: list[str] = []
+        self.last_opened: str | None = None
+        """The trajectory opened last, where the queue puts its cursor when shown again."""
         self._sessions: dict[str, AnnotationSession] = {}
 
     def on_mount(self) -> None:
@@ -40,6 +42,7 @@ class AnnotatorApp(App[None]):
         return self._sessions[trajectory_id]
 
     def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
+        self.last_opened = trajectory_id
         screen = ReplayScreen(self.session(trajectory_id), blind=self.blind)
         self.push_screen(screen)
         return screen
@@ -53,6 +56,7 @@ class AnnotatorApp(App[None]):
             self.notify("no more trajectories in the queue")
             return
         self.session(current).close()
+        self.last_opened = self.queue_ids[position]
         self.switch_screen(ReplayScreen(self.session(self.queue_ids[position]), blind=self.blind))
 
     def on_unmount(self) -> None:

@@ -81,6 +81,7 @@ async def test_evidence_note_quote_and_definition(tui_db, read_screen):
         await pilot.press("R", "j", "e", "j", "v")
         assert _current(app)["FM-2.3"].evidence_steps == [2]
         assert "● @1 +2" in read_screen(app)
+        assert screen.query_one(StepList).marks == {1: "●", 2: "+", 4: "◇", 7: "◇"}
         await pilot.press("N")
         await pilot.press(*"lost track")
         await pilot.press("enter")
@@ -207,13 +208,14 @@ async def test_next_previous_trajectory_help_and_back(tui_db, read_screen):
         assert app.screen.session.trajectory_id == "t1"
         await pilot.press("n")
         assert app.screen.session.trajectory_id == "t3"
-        await pilot.press("p")
-        assert app.screen.session.trajectory_id == "t1"
         await pilot.press("question_mark")
         text = read_screen(app)
         assert "MOVES the onset there" in text and "Keys" in text
         await pilot.press("escape", "escape")
         assert "Queue of alice" in read_screen(app)
+        assert app.screen.query_one("#queue-table").cursor_row == 1, "the queue's cursor is on the last one open (t3)"
+        await pilot.press("enter", "p")
+        assert app.screen.session.trajectory_id == "t1"
 
 
 async def test_quote_takes_the_selected_text(tui_db):

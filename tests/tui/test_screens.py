@@ -159,3 +159,10 @@ async def test_a_decisive_error_attribution_is_shown_except_in_blind_mode(tui_db
                 assert "✗ decisive error (who-and-when)" in text and "step 7 · Coder" in text
                 assert "✗     7 Coder" in text, "the attributed step is marked in the step list"
                 assert "[@click=app.quit]quit[/]" in text
+
+
+async def test_an_empty_database_says_how_to_fill_it(db_path, read_screen):
+    open_db(db_path).close()
+    app = make_app(db_path, "alice")
+    async with app.run_test(size=SIZE):
+        assert "nothing to annotate yet: mast import PATH, or mast annotate PATH" in read_screen(app)

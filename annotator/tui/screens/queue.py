@@ -94,7 +94,9 @@ class QueueScreen(Screen[None]):
                 cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
             table.add_row(*cells, key=s.id)
         if self.rows:
-            table.move_cursor(row=min(keep, len(self.rows) - 1))
+            ids = app.queue_ids
+            row = ids.index(app.last_opened) if app.last_opened in ids else min(keep, len(self.rows) - 1)
+            table.move_cursor(row=row)
         self._header()
 
     def _header(self) -> None:
@@ -106,6 +108,8 @@ class QueueScreen(Screen[None]):
         if p.total:
             out.append(f" ({100 * p.done / p.total:.0f}%)")
         out.append(f"   showing {len(self.rows)}", style="grey62")
+        if not p.total:
+            out.append("   nothing to annotate yet: mast import PATH, or mast annotate PATH", style="bold #ffd75f")
         if self.app.blind:
             out.append("   [BLIND]", style="bold #ff8787")
         self.query_one("#queue-header", Static).update(out)

@@ -108,6 +108,10 @@ class ReplayScreen(Screen[None]):
         marks = {a.step: "✗" for a in attributions if a.step is not None}
         marks.update(self.compare_marks)
         for lab in labels.values():
+            if lab.verdict == "present":
+                for i in lab.evidence_steps:
+                    marks.setdefault(i, "+")
+        for lab in labels.values():
             if lab.verdict == "present" and lab.onset_step is not None:
                 marks[lab.onset_step] = "●"
         for items in suggestions.values():
@@ -207,6 +211,7 @@ class ReplayScreen(Screen[None]):
 
     def action_toggle(self, mode_id: str) -> None:
         if self.n_steps == 0:
+            self._say("this trajectory has no steps to tag: D records every mode as absent")
             return
         outcome = self._guard(self.session.toggle, mode_id, self.cursor)
         if outcome is FAILED:
