@@ -30,6 +30,8 @@ class AnnotatorApp(App[None]):
         self.queue_ids: list[str] = []
         self.last_opened: str | None = None
         """The trajectory opened last, where the queue puts its cursor when shown again."""
+        self.replay_positions: dict[str, tuple[bool, int]] = {}
+        """Per trajectory left in this run of the app: (review mode?, furthest step revealed)."""
         self._sessions: dict[str, AnnotationSession] = {}
 
     def on_mount(self) -> None:
@@ -43,7 +45,7 @@ class AnnotatorApp(App[None]):
 
     def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
         self.last_opened = trajectory_id
-        screen = ReplayScreen(self.session(trajectory_id), blind=self.blind)
+        screen = ReplayScreen(self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id))
         self.push_screen(screen)
         return screen
 
@@ -57,7 +59,8 @@ class AnnotatorApp(App[None]):
             return
         self.session(current).close()
         self.last_opened = self.queue_ids[position]
-        self.switch_screen(ReplayScreen(self.session(self.queue_ids[position]), blind=self.blind))
+        target = self.queue_ids[position]
+        self.switch_screen(ReplayScreen(self.session(target), blind=self.blind, position=self.replay_positions.get(target)))
 
     def on_unmount(self) -> None:
         for session in self._sessions.values():

@@ -234,3 +234,16 @@ async def test_quote_takes_the_selected_text(tui_db):
         assert screen.get_selected_text() == "says "
         await pilot.press("Q", "enter")
         assert _current(app)["FM-1.3"].quote == "says"
+
+
+async def test_replay_resumes_where_it_was_left_in_this_run(tui_db, read_screen):
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter", "space", "space", "space", "1", "escape")
+        assert "Queue of alice" in read_screen(app) and "1 in progress" in read_screen(app)
+        await pilot.press("enter")
+        screen = app.screen
+        assert "[REPLAY]" in read_screen(app), "in progress, but left in replay mode: still replay mode"
+        assert (screen.cursor, screen.query_one(StepList).count) == (3, 4)
+        await pilot.press("R", "n", "p")
+        assert "[REVIEW]" in read_screen(app) and app.screen.query_one(StepList).count == 12

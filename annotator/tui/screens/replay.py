@@ -34,7 +34,12 @@ FAILED = object()
 class ReplayScreen(Screen[None]):
     """One trajectory, replayed for one annotator."""
 
-    def __init__(self, session: AnnotationSession, *, blind: bool) -> None:
+    def __init__(
+        self, session: AnnotationSession, *, blind: bool, position: tuple[bool, int] | None = None
+    ) -> None:
+        """``position`` (review mode?, furthest step revealed) resumes a trajectory left earlier in
+        this run of the app; without it, a trajectory not started opens in replay mode at its
+        first step and any other in review mode."""
         super().__init__()
         self.session = session
         self.blind = blind
@@ -43,8 +48,11 @@ class ReplayScreen(Screen[None]):
             self._bindings.bind(b.key, b.action, b.description, show=b.show, key_display=b.key_display)
         self.summary = session.summary()
         self.n_steps = self.summary.n_steps
-        self.review_mode = session.status() != "not_started"
-        self.revealed = 0 if not self.review_mode else max(self.n_steps - 1, 0)
+        if position is not None:
+            self.review_mode, self.revealed = position
+        else:
+            self.review_mode = session.status() != "not_started"
+            self.revealed = 0 if not self.review_mode else max(self.n_steps - 1, 0)
         self.cursor = 0
         self.mode_cursor = 0
         self.full = False
@@ -66,7 +74,10 @@ class ReplayScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._refresh_labels()
-        self._move(self.cursor)
+        self._move(self.revealed if not self.review_mode else self.cursor)
+
+    def on_unmount(self) -> None:
+        self.app.replay_positions[self.session.trajectory_id] = (self.review_mode, self.revealed)
 
     def _header(self) -> Text:
         s = self.summary
