@@ -58,7 +58,6 @@ class ReplayScreen(Screen[None]):
         self.full = False
         self.search_query = ""
         self.compare_marks: dict[int, str] = {}
-        self._cited: list[int] = []
 
     # ---- layout
 
