@@ -1,6 +1,8 @@
-"""Pilot tests of the queue and compare screens, and of untrusted content staying inert."""
+"""Pilot tests of the queue and compare screens, untrusted content staying inert, attributions and a locked database."""
 
 from __future__ import annotations
+
+import sqlite3
 
 from textual.widgets import DataTable, Input, Select
 
@@ -166,3 +168,20 @@ async def test_an_empty_database_says_how_to_fill_it(db_path, read_screen):
     app = make_app(db_path, "alice")
     async with app.run_test(size=SIZE):
         assert "nothing to annotate yet: mast import PATH, or mast annotate PATH" in read_screen(app)
+
+
+async def test_a_database_locked_by_another_process_is_a_message_not_a_crash(tui_db, read_screen):
+    other = sqlite3.connect(tui_db)
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        app.db.conn.execute("PRAGMA busy_timeout = 50")
+        app.open_trajectory("t1")
+        await pilot.pause()
+        other.execute("BEGIN IMMEDIATE")
+        await pilot.press("1")
+        assert "stayed locked by another process" in read_screen(app) and app.is_running
+        other.rollback()
+        await pilot.press("1")
+        assert "tagged FM-1.1 at step 0" in read_screen(app)
+        assert labels.current_labels(app.db, "t1", "alice")[0].mode_id == "FM-1.1"
+    other.close()
