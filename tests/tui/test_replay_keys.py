@@ -247,3 +247,14 @@ async def test_replay_resumes_where_it_was_left_in_this_run(tui_db, read_screen)
         assert (screen.cursor, screen.query_one(StepList).count) == (3, 4)
         await pilot.press("R", "n", "p")
         assert "[REVIEW]" in read_screen(app) and app.screen.query_one(StepList).count == 12
+
+
+async def test_an_80_column_terminal_keeps_the_steps_readable(tui_db, read_screen):
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open(pilot)
+        await pilot.press("R")
+        text = read_screen(app)
+        assert "Planner        💬 step 0 says" in text, "the step list keeps room for previews"
+        assert "1.1  Disobey t…" in text, "mode names are cut to the narrow panel"
+        assert screen.query_one("#taxonomy-panel").size.width <= 36

@@ -20,8 +20,10 @@ from annotator.render import inert, one_line
 from taxonomy import Taxonomy
 
 
-#: Columns for a mode name: the longest MAST name fits.
+#: Columns for a mode name: the longest MAST name fits (a narrow terminal gets fewer).
 NAME_WIDTH = 33
+#: Columns of a mode's line besides its name: key, code, and the verdict with onset and evidence.
+_LINE_EXTRA = 21
 
 
 @dataclass
@@ -64,7 +66,7 @@ def _suggestion(s: Suggestion) -> Text:
     return out
 
 
-def _others(others: list[Label]) -> Text:
+def _others(others: list[Label], width: int) -> Text:
     """Other people's verdicts on one line: who tagged it (and where), how many said absent."""
     tagged = [o.annotator + (f" @{o.onset_step}" if o.onset_step is not None else "") for o in others if o.verdict == "present"]
     rest: dict[str, int] = {}
@@ -72,10 +74,12 @@ def _others(others: list[Label]) -> Text:
         if o.verdict != "present":
             rest[o.verdict or "cleared"] = rest.get(o.verdict or "cleared", 0) + 1
     parts = (["● " + ", ".join(tagged)] if tagged else []) + [f"{n} {verdict}" for verdict, n in rest.items()]
-    return Text("    others: " + one_line(" · ".join(parts), 44), style="#87afaf")
+    return Text("    others: " + one_line(" · ".join(parts), width - 12), style="#87afaf")
 
 
-def render_panel(state: PanelState) -> Text:
+def render_panel(state: PanelState, width: int = NAME_WIDTH + _LINE_EXTRA) -> Text:
+    """The panel for ``width`` columns: mode names and one-line details are cut to fit."""
+    name_width = max(8, min(NAME_WIDTH, width - _LINE_EXTRA))
     out = Text()
     tax = state.taxonomy
     for cat in tax.categories:
@@ -84,7 +88,7 @@ def render_panel(state: PanelState) -> Text:
             line = Text()
             line.append(f" {mode.hotkey} ", style="bold reverse")
             line.append(f" {mode.code:<4} ", style="bold")
-            line.append(one_line(mode.name, NAME_WIDTH).ljust(NAME_WIDTH))
+            line.append(one_line(mode.name, name_width).ljust(name_width))
             line.append(" ")
             own = state.labels.get(mode.id)
             line.append_text(_own(own))
@@ -96,13 +100,13 @@ def render_panel(state: PanelState) -> Text:
                 out.append(f"    accepted from run {own.run_id}\n", style="#d7afff")
             if own is not None and (own.note or own.quote):
                 detail = " · ".join(x for x in (own.quote and f'"{own.quote}"', own.note and f"note: {own.note}") if x)
-                out.append(Text("    " + one_line(detail, 52) + "\n", style="italic grey70"))
+                out.append(Text("    " + one_line(detail, width - 4) + "\n", style="italic grey70"))
             for s in state.suggestions.get(mode.id, []):
                 out.append_text(_suggestion(s))
                 out.append("\n")
             others = state.others.get(mode.id, [])
             if others:
-                out.append_text(_others(others))
+                out.append_text(_others(others, width))
                 out.append("\n")
         out.append("\n")
     for a in state.attributions:
@@ -116,12 +120,24 @@ def render_panel(state: PanelState) -> Text:
 
 
 class TaxonomyPanel(VerticalScroll, can_focus=False):
+    """58 columns, or 45% of a narrow terminal so that the steps keep the larger part."""
+
     DEFAULT_CSS = """
-    TaxonomyPanel { width: 58; }
+    TaxonomyPanel { width: 58; max-width: 45%; }
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._state: PanelState | None = None
 
     def compose(self):
         yield Static(id="taxonomy-body")
 
     def show(self, state: PanelState) -> None:
-        self.query_one("#taxonomy-body", Static).update(render_panel(state))
+        self._state = state
+        width = self.scrollable_content_region.width or NAME_WIDTH + _LINE_EXTRA
+        self.query_one("#taxonomy-body", Static).update(render_panel(state, width))
+
+    def on_resize(self) -> None:
+        if self._state is not None:
+            self.show(self._state)
