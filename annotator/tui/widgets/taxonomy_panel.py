@@ -120,10 +120,10 @@ def render_panel(state: PanelState, width: int = NAME_WIDTH + _LINE_EXTRA) -> Te
 
 
 class TaxonomyPanel(VerticalScroll, can_focus=False):
-    """58 columns, or 45% of a narrow terminal so that the steps keep the larger part."""
+    """58 columns, or 48% of a narrow terminal so that the steps keep the larger part."""
 
     DEFAULT_CSS = """
-    TaxonomyPanel { width: 58; max-width: 45%; }
+    TaxonomyPanel { width: 58; max-width: 48%; }
     """
 
     def __init__(self, **kwargs) -> None:
