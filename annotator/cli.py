@@ -399,5 +399,204 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
     make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
 
 
+# ---- reports: report / agreement / export
+
+
+_REPORT_FORMATS = ("terminal", "md", "html", "json", "csv")
+
+
+def _filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The trajectory filters shared by report, agreement and export."""
+    options = [
+        click.option("--system", help="Only trajectories of this system (MAS)."),
+        click.option("--model", help="Only trajectories driven by this model."),
+        click.option("--benchmark", help="Only trajectories from this benchmark."),
+        click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome."),
+        click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date."),
+        click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date."),
+        click.option("--tag", help="Only trajectories whose metadata 'tags' list holds this value."),
+        click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
+                     help="A custom codebook file (default: the built-in MAST taxonomy)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _filters(system, model, benchmark, outcome, since, until, tag):
+    from datetime import UTC
+
+    from annotator.report.frame import Filters
+
+    def utc(d):
+        return d.replace(tzinfo=UTC) if d is not None and d.tzinfo is None else d
+
+    return Filters(system=system, model=model, benchmark=benchmark, outcome=outcome, since=utc(since),
+                   until=utc(until), tag=tag)
+
+
+def _sources(values: tuple[str, ...]) -> list[str]:
+    return [s.strip() for v in values for s in v.split(",") if s.strip()] if values else []
+
+
+def _emit(doc, fmt: str, path: str | None) -> None:
+    """Render a report document in ``fmt`` to ``path`` (or stdout)."""
+    if fmt == "terminal":
+        if path is None:
+            from annotator.report.render_terminal import render
+
+            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
+            return
+        from annotator.report.render_terminal import render
+
+        with open(path, "w", encoding="utf-8") as fh:
+            render(doc, Console(file=fh, width=100, highlight=False, soft_wrap=False, color_system=None))
+        err.print(Text(f"wrote {path}", style="dim"))
+        return
+    import importlib
+
+    module = importlib.import_module(f"annotator.report.render_{fmt}")
+    _write_text(module.render(doc), path)
+
+
+def _write_text(text: str, path: str | None) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{path}: cannot write: {exc.strerror or exc}")
+    err.print(Text(f"wrote {path}", style="dim"))
+
+
+@main.command("report")
+@click.option("--source", "-s", default="consensus", show_default=True,
+              help="Whose labels: a person, run:<id>, an imported set (mad-llm, mad-human-2), consensus"
+                   " (majority of the people who marked a trajectory done) or consensus:alice,bob.")
+@click.option("--by", default="system,model", show_default=True, help="Grouping columns (system, model, benchmark).")
+@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
+              help="Bootstrap replicates over trajectories (0 = none).")
+@click.option("--rows", type=click.IntRange(0), default=50, show_default=True,
+              help="Trajectories listed in terminal/md/html (json and csv list all).")
+@_filter_options
+@click.pass_context
+@handled
+def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, system, model, benchmark, outcome, since,
+               until, tag, taxonomy_path):
+    """Which failure modes the trajectories show, per system and model, and which predict failure.
+
+    Counts only the trajectories the label source finished and says how many were left out
+    and why. Sections: per trajectory, prevalence (Wilson 95% CI), modes per failed and per
+    successful trajectory, failed-vs-successful gaps and the strongest predictor, risk and
+    odds ratios, Fisher's test with BH q, logistic regression (with and without FC3),
+    group comparisons, co-occurrence and onsets.
+
+    \b
+    Examples:
+      mast report --source alice
+      mast report --source run:3 --by model --format html -o report.html
+      mast report --source consensus --outcome failure --format md
+      mast report --source mad-llm --system AG2 --format json -o report.json
+    """
+    from annotator.report.document import build_report
+    from annotator.report.frame import GROUP_COLUMNS
+
+    columns = tuple(c.strip() for c in by.split(",") if c.strip())
+    unknown = [c for c in columns if c not in GROUP_COLUMNS]
+    if unknown:
+        _fail(f"--by: unknown column(s) {', '.join(unknown)}; choose from {', '.join(GROUP_COLUMNS)}")
+    doc = build_report(
+        _open(ctx), source, _taxonomy(taxonomy_path), _filters(system, model, benchmark, outcome, since, until, tag),
+        by=columns, seed=seed, replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
+    )
+    _emit(doc, fmt, output)
+
+
+@main.command("agreement")
+@click.option("--source", "-s", "sources", multiple=True, required=True,
+              help="A label source (repeat, or comma-separated): person, run:<id>, imported set, consensus.")
+@click.option("--reference", "-r", help="The source the others are scored against (precision, recall, F1, κ).")
+@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
+              help="Bootstrap replicates over trajectories (0 = no intervals).")
+@click.option("--tolerance", "-k", type=click.IntRange(0), default=3, show_default=True,
+              help="Onsets within this many steps count as agreeing.")
+@_filter_options
+@click.pass_context
+@handled
+def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolerance, system, model, benchmark,
+                  outcome, since, until, tag, taxonomy_path):
+    """How well two or more label sources agree, over the trajectories all of them finished.
+
+    Per mode and pooled: observed, positive and negative agreement, prevalence, Cohen's κ per
+    pair, Fleiss' κ and Krippendorff's α for three or more; with --reference, precision,
+    recall, F1 and κ of each source against it (checking a judge against humans); onset
+    agreement exact and within ±k steps. Intervals: cluster bootstrap over trajectories.
+    Modes with fewer than 10 positives are "not estimable".
+
+    \b
+    Examples:
+      mast agreement -s mad-human-1 -s mad-human-2 -s mad-human-3
+      mast agreement -s run:3 -s consensus --reference consensus --format html -o judge.html
+      mast agreement -s alice,bob -k 2 --bootstrap 2000 --seed 7 --format json
+    """
+    from annotator.report.agreement_report import build_agreement
+
+    doc = build_agreement(
+        _open(ctx), _sources(sources), _taxonomy(taxonomy_path),
+        _filters(system, model, benchmark, outcome, since, until, tag),
+        reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
+    )
+    _emit(doc, fmt, output)
+
+
+@main.command("export")
+@click.option("--source", "-s", "sources", multiple=True, required=True,
+              help="A label source to export (repeat, or comma-separated).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "wide-csv", "mad-json"]), default="jsonl",
+              show_default=True, help="Long JSONL or CSV (one row per trajectory × mode × source), wide CSV"
+                                      " (trajectory × mode 0/1), or MAD-style JSON (mast_annotation).")
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
+@_filter_options
+@click.pass_context
+@handled
+def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, since, until, tag, taxonomy_path):
+    """Export the labels a report counts, to recompute every number elsewhere.
+
+    Only each source's finished trajectories are exported. `mast import` reads the JSONL
+    back and restores the same labels (trajectories become stubs when not already present).
+
+    \b
+    Examples:
+      mast export -s alice -o alice.jsonl
+      mast export -s mad-human-1,mad-human-2,mad-human-3 --format wide-csv -o humans.csv
+      mast export -s run:3 --format mad-json -o judge_mad.json
+    """
+    from annotator.report.export import write
+
+    db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
+    filters = _filters(system, model, benchmark, outcome, since, until, tag)
+    if output is None:
+        write(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
+        return
+    partial = Path(output + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as fh:
+            write(db, fmt, _sources(sources), taxonomy, fh, filters)
+        partial.replace(output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        _fail(f"{output}: cannot write: {exc.strerror or exc}")
+    finally:
+        partial.unlink(missing_ok=True)
+    err.print(Text(f"wrote {output}", style="dim"))
+
+
 if __name__ == "__main__":
     main()

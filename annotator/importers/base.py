@@ -50,6 +50,9 @@ class ImportedRecord:
     labels: list[Label] = field(default_factory=list)
     attributions: list[Attribution] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The trajectory is only a placeholder for its labels (a label export): it is saved only
+    #: when its id is new, and its labels are merged whether or not it was.
+    stub: bool = False
 
 
 class Importer:

@@ -7,3 +7,4 @@ from annotator.importers import mini_swe_agent, swe_agent  # noqa: F401
 from annotator.importers import openhands, openhands_v1  # noqa: F401
 from annotator.importers import claude_code, codex_cli  # noqa: F401
 from annotator.importers import itbench  # noqa: F401
+from annotator.importers import mast_export  # noqa: F401

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
-from annotator.importers.base import ImportOptions, record_values, registry, source_labels_hash
+from annotator.importers.base import ImportedRecord, ImportOptions, record_values, registry, source_labels_hash
 from annotator.importers.detect import detect, dir_importer, read_head
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
+from annotator.store.label_merge import new_or_changed
 from annotator.store.labels import add_labels
-from annotator.store.trajectories import save_trajectory
+from annotator.store.trajectories import existing_hashes, save_trajectory
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -141,6 +142,9 @@ def import_file(
         result.format = importer.name
         with write(db), record_values(path):
             for rec in importer.read(path, opts):
+                if rec.stub:
+                    _merge_stub(db, rec, result)
+                    continue
                 rec.trajectory.content_hash = source_labels_hash(rec)
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
@@ -167,6 +171,16 @@ def import_file(
         result.imported = result.updated = result.unchanged = result.labels = 0
         result.trajectory_ids = []
     return result
+
+
+def _merge_stub(db: Database, rec: ImportedRecord, result: FileResult) -> None:
+    """Save a placeholder trajectory only if its id is new; add those of its labels not already current."""
+    status = "unchanged" if existing_hashes(db, [rec.trajectory.id]) else save_trajectory(db, rec.trajectory)
+    result.trajectory_ids.append(rec.trajectory.id)
+    setattr(result, status, getattr(result, status) + 1)
+    labels = new_or_changed(db, rec.labels)
+    add_labels(db, labels)
+    result.labels += len(labels)
 
 
 def import_paths(

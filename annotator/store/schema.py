@@ -224,3 +224,19 @@ def _m003_tui(db: Database) -> None:
         " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx; END"
     )
     db.execute(f"INSERT INTO step_heads ({columns}) SELECT {values.format(p='')} FROM steps")
+
+
+@MIGRATIONS(name="004_report")
+def _m004_report(db: Database) -> None:
+    """Reports read every current label of a source in trajectory order.
+
+    With only an index on ``annotator``, SQLite walks the whole of ``label_state`` by primary
+    key (trajectory first) to group one source's labels; an index led by the annotator and
+    ordered by trajectory, holding the label id, reads just that source's rows, already in
+    order, without touching the table. It also serves every lookup the annotator-only index
+    did, which is dropped.
+    """
+    db.execute(
+        "CREATE INDEX idx_label_state_source ON label_state(annotator, trajectory_id, mode_id, label_id)"
+    )
+    db.execute("DROP INDEX idx_label_state_annotator")

@@ -1,0 +1,284 @@
+"""`mast agreement`: assemble agreement between two or more label sources into a Document.
+
+Rows are the trajectories every source finished. Tables: per mode over all sources (p_o, PA,
+NA, prevalence, mean pairwise κ, Fleiss' κ and α for three or more), every pair per mode,
+each source against a reference (precision, recall, F1, κ), and onset agreement (exact and
+within ±k steps) on the cells both sides marked present. Intervals: percentile cluster
+bootstrap over trajectories with the seed in the header.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+from sqlite_utils import Database
+
+from annotator.errors import ReportError
+from annotator.report import agreement as ag
+from annotator.report import bootstrap
+from annotator.report.document import header
+from annotator.report.frame import Filters, Frame, build
+from annotator.report.tables import Document, Section, Table, num
+from taxonomy import Taxonomy
+
+ONSET_TOLERANCES = (0, 1, 2, 3, 4, 5)
+
+
+def _labels(frame: Frame) -> list[str]:
+    return [*frame.mode_ids, ag.POOLED]
+
+
+def _positives(frame: Frame, names: list[str]) -> np.ndarray:
+    """Per mode (and pooled): trajectories that at least one of ``names`` marked present."""
+    anyp = np.zeros((frame.n, len(frame.mode_ids)), dtype=bool)
+    for s in names:
+        anyp |= frame.labels[s].present
+    per_mode = anyp.sum(axis=0)
+    return np.append(per_mode, per_mode.sum())
+
+
+def _ci(reps: np.ndarray | None, col: int) -> tuple:
+    if reps is None:
+        return None, None
+    lo, hi, _ = bootstrap.interval(reps[:, col:col + 1])
+    return num(lo[0]), num(hi[0])
+
+
+def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
+    l1, l2 = frame.labels[s1], frame.labels[s2]
+    return ag.Pair.of(l1.present, l1.known, l2.present, l2.known).per_row()
+
+
+def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, replicated: dict) -> list[dict]:
+    """Per pair and mode (and pooled): n, prevalence, p_o, PA, NA, PABAK, κ with bootstrap CI."""
+    k = len(frame.mode_ids)
+    out = []
+    for s1, s2 in pairs:
+        counts = ag.split_counts(totals[("pair", s1, s2)], k)
+        point = ag.agreement_from_counts(*counts)
+        reps = None
+        undefined = np.zeros(k + 1, dtype=int)
+        if ("pair", s1, s2) in replicated:
+            reps = ag.kappa_from_counts(*ag.split_counts(replicated[("pair", s1, s2)], k))
+            undefined = np.isnan(reps).sum(axis=0)
+        positives = _positives(frame, [s1, s2])
+        for j, label in enumerate(_labels(frame)):
+            a, b, c, d = (float(x[j]) for x in counts)
+            kappa = ag.cohen(a, b, c, d)
+            prevalence = (2 * a + b + c) / (2 * (a + b + c + d)) if a + b + c + d else np.nan
+            estimable = bool(positives[j] >= ag.MIN_POSITIVES)
+            lo, hi = _ci(reps, j) if estimable else (None, None)
+            out.append({
+                "pair": f"{s1} ~ {s2}", "mode": label, "n": int(point["n"][j]), "positives": int(positives[j]),
+                "prevalence": num(prevalence), "p_o": num(point["po"][j]), "pa": num(point["pa"][j]),
+                "na": num(point["na"][j]), "pabak": num(point["pabak"][j]),
+                "kappa": num(kappa) if estimable else None, "kappa_ci_low": lo, "kappa_ci_high": hi,
+                "estimable": estimable, "boot_undefined": int(undefined[j]) if reps is not None else None,
+            })
+    return out
+
+
+def raters_of(frame: Frame, names: list[str]) -> ag.Raters:
+    ones = sum(frame.labels[s].present.astype(np.int16) for s in names)
+    decided = sum(frame.labels[s].known.astype(np.int16) for s in names)
+    return ag.Raters(ones=ones, decided=decided, m=len(names))
+
+
+def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[dict]) -> list[dict]:
+    """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, Fleiss' κ, α."""
+    k, m = len(frame.mode_ids), len(names)
+    raters = raters_of(frame, names)
+    ones, decided = raters.ones, raters.decided
+    positives = _positives(frame, names)
+    f_reps = a_reps = None
+    if "fleiss" in replicated:
+        f_reps = ag.fleiss_from_terms(replicated["fleiss"], k, m)
+        a_reps = ag.alpha_from_terms(replicated["alpha"], k)
+    full = raters.complete()
+    out = []
+    for j, label in enumerate(_labels(frame)):
+        rows = [p for p in pairs if p["mode"] == label]
+        estimable = bool(positives[j] >= ag.MIN_POSITIVES)
+        if j < k:
+            unit_ones, unit_full = ones[full[:, j], j], full[:, j].sum()
+            values = np.column_stack([np.where(frame.labels[s].known[:, j], frame.labels[s].present[:, j], np.nan)
+                                      for s in names])
+            decided_cells, present_cells = decided[:, j].sum(), ones[:, j].sum()
+        else:
+            unit_ones, unit_full = ones[full], full.sum()
+            values = np.column_stack([np.where(frame.labels[s].known, frame.labels[s].present, np.nan).ravel()
+                                      for s in names])
+            decided_cells, present_cells = decided.sum(), ones.sum()
+        p_bar = ((unit_ones**2 + (m - unit_ones) ** 2 - m) / (m * (m - 1))).mean() if unit_full else np.nan
+        kappas = [p["kappa"] for p in rows if p["kappa"] is not None]
+        rec = {
+            "mode": label, "units": int(unit_full), "positives": int(positives[j]),
+            "prevalence": num(present_cells / decided_cells) if decided_cells else None,
+            "p_o": num(p_bar), "pa": _pooled(rows, "pa"), "na": _pooled(rows, "na"),
+            "mean_pairwise_kappa": num(np.mean(kappas)) if estimable and kappas else None,
+            "fleiss_kappa": None, "fleiss_ci_low": None, "fleiss_ci_high": None,
+            "alpha": None, "alpha_ci_low": None, "alpha_ci_high": None, "estimable": estimable,
+        }
+        if m >= 3 and estimable:
+            flo, fhi = _ci(f_reps, j)
+            alo, ahi = _ci(a_reps, j)
+            rec.update({"fleiss_kappa": num(ag.fleiss(unit_ones, m)), "fleiss_ci_low": flo, "fleiss_ci_high": fhi,
+                        "alpha": num(ag.alpha(values)), "alpha_ci_low": alo, "alpha_ci_high": ahi})
+        out.append(rec)
+    return out
+
+
+def _pooled(rows: list[dict], key: str) -> float | None:
+    """Mean over pairs of a pairwise agreement measure (None if no pair defines it)."""
+    values = [r[key] for r in rows if r[key] is not None]
+    return num(np.mean(values)) if values else None
+
+
+def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, replicated: dict) -> list[dict]:
+    """Each source against the reference: support, precision, recall, specificity, F1, κ with bootstrap CIs.
+
+    Uses the replicated cell counts of the pair (reference, source); the reference comes first.
+    """
+    k = len(frame.mode_ids)
+    out = []
+    for s in others:
+        reps = None
+        if ("pair", reference, s) in replicated:
+            stats = ag.agreement_from_counts(*ag.split_counts(replicated[("pair", reference, s)], k))
+            reps = {"f1": stats["pa"], "kappa": stats["kappa"]}
+        positives = _positives(frame, [reference, s])
+        counts = ag.split_counts(totals[("pair", reference, s)], k)
+        for j, label in enumerate(_labels(frame)):
+            a, b, c, d = (float(x[j]) for x in counts)
+            precision, recall, f1 = ag.reference_scores(a, b, c, d)
+            estimable = bool(positives[j] >= ag.MIN_POSITIVES)
+            flo, fhi = _ci(reps["f1"], j) if reps else (None, None)
+            klo, khi = _ci(reps["kappa"], j) if reps and estimable else (None, None)
+            out.append({
+                "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
+                "precision": num(precision), "recall": num(recall),
+                "specificity": num(d / (c + d)) if c + d else None, "f1": num(f1), "f1_ci_low": flo,
+                "f1_ci_high": fhi, "kappa": num(ag.cohen(a, b, c, d)) if estimable else None,
+                "kappa_ci_low": klo, "kappa_ci_high": khi, "estimable": estimable,
+            })
+    return out
+
+
+def onset_diff(frame: Frame, s1: str, s2: str) -> np.ndarray:
+    l1, l2 = frame.labels[s1], frame.labels[s2]
+    return ag.onset_differences(l1.onset, l2.onset, l1.present & l2.present)
+
+
+def onset_terms(diff: np.ndarray) -> np.ndarray:
+    """Per trajectory: cells with both onsets, and how many of them agree within each tolerance."""
+    has = ~np.isnan(diff)
+    filled = np.where(has, diff, np.inf)
+    return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
+
+
+def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
+                 replicated: dict) -> tuple[list[dict], list[dict]]:
+    """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k."""
+    per_mode, curve = [], []
+    for s1, s2 in pairs:
+        diff = onset_diff(frame, s1, s2)
+        has = ~np.isnan(diff)
+        for j, mode in enumerate(frame.mode_ids):
+            d = diff[has[:, j], j]
+            per_mode.append({
+                "pair": f"{s1} ~ {s2}", "mode": mode, "both_with_onset": int(len(d)),
+                "exact": num((d == 0).mean()) if len(d) else None,
+                f"within_{tolerance}": num((d <= tolerance).mean()) if len(d) else None,
+                "mean_abs_diff": num(d.mean()) if len(d) else None,
+                "median_abs_diff": num(np.median(d)) if len(d) else None,
+            })
+        filled = np.where(has, diff, np.inf)
+        reps = replicated.get(("onset", s1, s2)) if has.any() else None
+        for i, t in enumerate(ONSET_TOLERANCES):
+            total = has.sum()
+            lo = hi = None
+            if reps is not None:
+                lo_a, hi_a, _ = bootstrap.interval(bootstrap.ratio(reps[:, i + 1], reps[:, 0])[:, None])
+                lo, hi = num(lo_a[0]), num(hi_a[0])
+            curve.append({"pair": f"{s1} ~ {s2}", "within_steps": t, "cells": int(total),
+                          "share": num((filled <= t).sum() / total) if total else None, "ci_low": lo, "ci_high": hi})
+    return per_mode, curve
+
+
+def build_agreement(
+    db: Database,
+    sources: list[str],
+    taxonomy: Taxonomy,
+    filters: Filters | None = None,
+    reference: str | None = None,
+    seed: int = 0,
+    replicates: int = 1000,
+    tolerance: int = 3,
+) -> Document:
+    """Agreement between two or more label sources over the trajectories all of them finished."""
+    sources = list(dict.fromkeys(sources))
+    if reference is not None:  # first, so every pair (reference, other) is oriented that way
+        sources = [reference, *(s for s in sources if s != reference)]
+    if len(sources) < 2:
+        raise ReportError("agreement needs at least two label sources (--source a --source b)")
+    frame = build(db, sources, taxonomy, filters)
+    pairs = list(combinations(sources, 2))
+    plan = bootstrap.Plan()
+    totals = {}
+    for s1, s2 in pairs:
+        terms = pair_terms(frame, s1, s2)
+        totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
+        plan.add(("pair", s1, s2), terms)
+        plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
+    if len(sources) >= 3:
+        raters = raters_of(frame, sources)
+        complete = bool(raters.complete().all())
+        if not complete:  # else both follow from the pairs' tables
+            plan.add("fleiss", raters.fleiss_terms())
+            plan.add("alpha", raters.alpha_terms())
+    replicated = plan.run(replicates, seed)
+    if len(sources) >= 3 and complete and replicated:
+        k, m = len(frame.mode_ids), len(sources)
+        replicated["alpha"] = ag.alpha_sums_from_pairs([replicated[("pair", *p)] for p in pairs], k, m)
+        replicated["fleiss"] = ag.fleiss_sums_from_alpha(replicated["alpha"], k, m)
+    pair_recs = pair_tables(frame, pairs, totals, replicated)
+    sections = [
+        Section("Agreement per mode", [
+            Table("agreement", "All sources: observed (p_o), positive (PA) and negative (NA) agreement, κ, α",
+                  ["mode", "units", "positives", "prevalence", "p_o", "pa", "na", "mean_pairwise_kappa",
+                   "fleiss_kappa", "fleiss_ci_low", "fleiss_ci_high", "alpha", "alpha_ci_low", "alpha_ci_high",
+                   "estimable"],
+                  multi_table(frame, sources, replicated, pair_recs),
+                  ["pa, na: mean over pairs of sources.",
+                   f"κ and α are not estimable (n/e) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
+                   " marked present by any source.",
+                   "Pooled rows treat every (trajectory × mode) cell as a unit; negatives dominate them.",
+                   "Fleiss' κ and α are given for three or more sources."]),
+            Table("pairs", "Each pair of sources: Cohen's κ (sklearn) with bootstrap 95% CI, PABAK",
+                  ["pair", "mode", "n", "positives", "prevalence", "p_o", "pa", "na", "pabak", "kappa",
+                   "kappa_ci_low", "kappa_ci_high", "estimable", "boot_undefined"], pair_recs,
+                  ["boot_undefined: bootstrap replicates where κ was undefined (left out of the interval)."]),
+        ]),
+    ]
+    if reference is not None:
+        others = [s for s in sources if s != reference]
+        sections.append(Section(f"Against the reference {reference}", [
+            Table("reference", f"Each source against {reference}: precision, recall, specificity, F1, κ",
+                  ["source", "mode", "n", "support", "predicted", "precision", "recall", "specificity", "f1",
+                   "f1_ci_low", "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
+                  reference_table(frame, reference, others, totals, replicated),
+                  ["The pooled row is micro-averaged over (trajectory × mode) cells."]),
+        ]))
+    per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
+    sections.append(Section("Onset agreement", [
+        Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
+              ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],
+              per_mode),
+        Table("onset_curve", "Share of onsets within ±k steps (all modes)",
+              ["pair", "within_steps", "cells", "share", "ci_low", "ci_high"], curve),
+    ]))
+    head = header("agreement", frame, sources, seed, replicates)
+    head["reference"] = reference
+    head["onset_tolerance"] = tolerance
+    return Document("agreement", head, sections)

@@ -1,0 +1,110 @@
+"""Cluster bootstrap over trajectories, vectorised.
+
+All modes and all sources of a trajectory move together (the trajectory is the cluster).
+A replicate is a vector of resample counts w (how often each trajectory was drawn); every
+statistic in the reports is a ratio of sums over trajectories, so a block of replicates is
+one matrix product ``W @ X``, where the columns of X are the per-trajectory terms. The seed is
+recorded in the report so every interval regenerates exactly. All statistics of one report
+share the same replicates: their columns are gathered first (:class:`Plan`) and resampled
+in one pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+#: Replicates drawn per matrix product (bounds memory: CHUNK × n counts).
+CHUNK = 128
+
+
+def weights(n: int, replicates: int, seed: int) -> Iterator[np.ndarray]:
+    """Blocks of resample-count rows (float32, shape (≤CHUNK, n)) for ``replicates`` replicates."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < replicates:
+        b = min(CHUNK, replicates - done)
+        draws = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
+        block = np.empty((b, n), dtype=np.float32)
+        for i in range(b):
+            block[i] = np.bincount(draws[i], minlength=n)
+        yield block
+        done += b
+
+
+def sums(columns: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """Replicated column sums: (replicates, columns) for a (n, columns) matrix of per-row terms."""
+    x = np.ascontiguousarray(columns, dtype=np.float32)
+    n = x.shape[0]
+    if n == 0 or replicates <= 0:
+        return np.zeros((0, x.shape[1]))
+    return np.vstack([(w @ x).astype(np.float64) for w in weights(n, replicates, seed)])
+
+
+class Plan:
+    """Columns of several statistics, resampled together in one pass with the same replicates."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[object, np.ndarray] = {}
+
+    def add(self, key: object, columns: np.ndarray) -> None:
+        self._blocks[key] = np.asarray(columns, dtype=np.float32).reshape(len(columns), -1)
+
+    def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
+        """Replicated column sums per key: (replicates, that block's columns).
+
+        Columns that are equal over every trajectory (the same indicator needed by several
+        statistics, a mode every source decided everywhere) are resampled once.
+        """
+        if not self._blocks or replicates <= 0:
+            return {}
+        keys = list(self._blocks)
+        columns = np.hstack([self._blocks[k] for k in keys])
+        first, index = distinct_columns(columns)
+        total = sums(columns[:, first], replicates, seed)[:, index]
+        edges = np.cumsum([0] + [self._blocks[k].shape[1] for k in keys])
+        return {k: total[:, edges[i]:edges[i + 1]] for i, k in enumerate(keys)}
+
+
+def distinct_columns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first of each group of identical columns, and for every column the position of its group.
+
+    Columns are grouped by a random projection and each grouping is confirmed element by
+    element, so ``x[:, first][:, index]`` equals ``x`` exactly.
+    """
+    if x.shape[1] == 0 or x.shape[0] == 0:
+        return np.arange(x.shape[1]), np.arange(x.shape[1])
+    keys = np.random.default_rng(0).random(x.shape[0]).astype(np.float32) @ x
+    first: list[int] = []
+    index = np.empty(x.shape[1], dtype=np.int64)
+    seen: dict[float, list[int]] = {}
+    for j, key in enumerate(keys.tolist()):
+        match = next((g for g in seen.get(key, []) if np.array_equal(x[:, first[g]], x[:, j])), None)
+        if match is None:
+            match = len(first)
+            first.append(j)
+            seen.setdefault(key, []).append(match)
+        index[j] = match
+    return np.asarray(first, dtype=np.int64), index
+
+
+def interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Percentile interval per column, ignoring undefined replicates; also their count per column."""
+    reps = np.atleast_2d(reps)
+    undefined = np.isnan(reps).sum(axis=0)
+    tail = (1 - level) / 2 * 100
+    with np.errstate(all="ignore"):
+        lo = np.full(reps.shape[1], np.nan)
+        hi = np.full(reps.shape[1], np.nan)
+        ok = undefined < reps.shape[0]
+        if ok.any() and reps.shape[0]:
+            lo[ok] = np.nanpercentile(reps[:, ok], tail, axis=0)
+            hi[ok] = np.nanpercentile(reps[:, ok], 100 - tail, axis=0)
+    return lo, hi, undefined
+
+
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den with NaN where den is 0."""
+    with np.errstate(all="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)

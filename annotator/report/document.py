@@ -1,0 +1,215 @@
+"""`mast report`: assemble every statistic over one label source into a Document.
+
+The header records what a reader needs to regenerate every number: the label source, the
+codebook and its version hash, the filters, the counts (and what was left out and why), the
+bootstrap seed and replicates, and the tool and library versions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from importlib.metadata import version
+
+import numpy as np
+from sqlite_utils import Database
+
+from annotator import __version__
+from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
+from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.tables import Document, Section, Table, num
+from taxonomy import Taxonomy
+
+#: Rows of the per-trajectory table shown by the terminal, Markdown and HTML renderings.
+DISPLAY_ROWS = 50
+
+
+def libraries() -> dict[str, str]:
+    return {name: version(name) for name in ("numpy", "scipy", "statsmodels", "scikit-learn")}
+
+
+def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: int) -> dict:
+    """What a report says about itself."""
+    tax = frame.taxonomy
+    out = {
+        "tool": "mast-annotator",
+        "tool_version": __version__,
+        "libraries": libraries(),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sources": [
+            {"name": s, "kind": frame.labels[s].source.kind, "detail": frame.labels[s].source.detail,
+             "not_finished": dict(frame.labels[s].not_finished),
+             "verdicts_outside_codebook": frame.labels[s].outside_codebook}
+            for s in sources
+        ],
+        "taxonomy": {"name": tax.name, "version": tax.version, "version_hash": tax.version_hash},
+        "filters": frame.filters.active(),
+        "counts": {
+            "trajectories_in_database": frame.n_total,
+            "trajectories_counted": frame.n,
+            "left_out": dict(frame.excluded),
+            "failed": int((frame.failed == FAILED).sum()),
+            "succeeded": int((frame.failed == SUCCEEDED).sum()),
+            "outcome_unknown": int((frame.failed == -1).sum()),
+        },
+        "seed": seed,
+        "bootstrap_replicates": replicates,
+    }
+    ties = sum(len(frame.labels[s].ties) for s in sources)
+    if any(frame.labels[s].source.kind == "consensus" for s in sources):
+        out["counts"]["consensus_ties"] = ties
+    return out
+
+
+def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: int | None) -> Table:
+    """Modes present in each trajectory with their onsets."""
+    shown = frame.n if limit is None else min(limit, frame.n)
+    counts = present[:shown].sum(axis=1)
+    rows, cols = np.nonzero(present[:shown])
+    steps = onset[rows, cols]
+    ids = frame.mode_ids
+    tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
+                                                                            strict=True)]
+    ends = np.cumsum(counts).tolist()
+    outcome = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
+    records, start = [], 0
+    for i in range(shown):
+        records.append({
+            "trajectory": str(frame.ids[i]), "title": frame.titles[i], "system": frame.groups["system"][i],
+            "model": frame.groups["model"][i], "outcome": outcome[int(frame.failed[i])], "modes": int(counts[i]),
+            "present": " ".join(tokens[start:ends[i]]),
+        })
+        start = ends[i]
+    return Table("trajectories", "Modes per trajectory (mode@onset step)",
+                 ["trajectory", "title", "system", "model", "outcome", "modes", "present"], records,
+                 total_rows=frame.n)
+
+
+def _mean_modes_columns(counts: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    f, s = failed == FAILED, failed == SUCCEEDED
+    return np.column_stack([counts * f, f, counts * s, s])
+
+
+def _mean_modes_interval(sums: np.ndarray) -> dict:
+    lo, hi, _ = bootstrap.interval(np.column_stack([bootstrap.ratio(sums[:, 0], sums[:, 1]),
+                                                    bootstrap.ratio(sums[:, 2], sums[:, 3])]))
+    return {"mean_modes_failed_boot_low": num(lo[0]), "mean_modes_failed_boot_high": num(hi[0]),
+            "mean_modes_succeeded_boot_low": num(lo[1]), "mean_modes_succeeded_boot_high": num(hi[1])}
+
+
+def build_report(
+    db: Database,
+    source: str,
+    taxonomy: Taxonomy,
+    filters: Filters | None = None,
+    by: tuple[str, ...] = ("system", "model"),
+    seed: int = 0,
+    replicates: int = 1000,
+    row_limit: int | None = DISPLAY_ROWS,
+) -> Document:
+    """The full report over one label source."""
+    frame = build(db, [source], taxonomy, filters)
+    lab = frame.labels[source]
+    present, known = lab.present, lab.known
+    k = len(frame.mode_ids)
+    counts = prevalence.modes_per_trajectory(present)
+    notes_cells = []
+    undecided = int((~known).sum())
+    if undecided:
+        notes_cells.append(f"{undecided} undecided cells (unreadable verdict, tie or mode not in the set) are"
+                           " left out of their mode's denominator and count as absent in modes per trajectory")
+
+    plan = bootstrap.Plan()
+    plan.add("gap", predictors.gap_columns(present, known, frame.failed))
+    plan.add("mean_modes", _mean_modes_columns(counts, frame.failed))
+    replicated = plan.run(replicates, seed)
+
+    sections = [Section("Per trajectory", [per_trajectory(frame, present, lab.onset, row_limit)])]
+    if lab.ties:
+        shown = lab.ties if row_limit is None else lab.ties[:row_limit]
+        sections[0].tables.append(Table(
+            "consensus_ties", "Consensus ties: as many people said present as absent (left undecided)",
+            ["trajectory", "mode"], [{"trajectory": str(frame.ids[r]), "mode": frame.mode_ids[c]} for r, c in shown],
+            total_rows=len(lab.ties)))
+
+    prev_tables = [Table("prevalence", "Prevalence per mode and category (share of trajectories, Wilson 95% CI)",
+                         ["mode", "n", "count", "prevalence", "ci_low", "ci_high"],
+                         prevalence.overall(frame, present, known), notes_cells)]
+    for column in by:
+        prev_tables.append(Table(f"prevalence_by_{column}", f"Prevalence by {column}",
+                                 [column, "mode", "n", "count", "prevalence", "ci_low", "ci_high"],
+                                 prevalence.by_group(frame, present, known, column)))
+        prev_tables.append(Table(f"homogeneity_by_{column}", f"Does prevalence differ by {column}? (χ² test)",
+                                 ["mode", "levels", "chi2", "dof", "p", "min_expected"],
+                                 prevalence.homogeneity(frame, present, known, column),
+                                 ["Pearson's χ² on the levels × {present, absent} table; unreliable where the"
+                                  " smallest expected count is below 5."]))
+    prev_tables.append(Table("modes_per_trajectory", "Distinct modes per trajectory",
+                             ["modes", "trajectories", "failed", "succeeded"],
+                             prevalence.distribution(counts, frame.failed, k)))
+    means = prevalence.mean_modes(counts, frame.failed)
+    if replicates:
+        means[0].update(_mean_modes_interval(replicated["mean_modes"]))
+    mean_cols = ["trajectories", "mean_modes", "failed", "mean_modes_failed", "succeeded", "mean_modes_succeeded"]
+    prev_tables.append(Table("mean_modes", "Mean distinct modes per failed and per successful trajectory",
+                             mean_cols + ([f"mean_modes_{o}_boot_{b}" for o in ("failed", "succeeded")
+                                                       for b in ("low", "high")] if replicates else []), means))
+    for column in by:
+        prev_tables.append(Table(f"mean_modes_by_{column}", f"Mean distinct modes per trajectory by {column}",
+                                 [column, *mean_cols],
+                                 prevalence.mean_modes(counts, frame.failed, frame.groups[column], column)))
+    sections.append(Section("Prevalence", prev_tables,
+                            ["Prevalence is the share of trajectories showing a mode, not the MAST paper's"
+                             " share of all flagged failure instances."]))
+
+    gaps = predictors.gap_records(frame, present, known, replicated.get("gap"))
+    top = predictors.strongest(gaps)
+    gap_cols = ["rank", "mode", "failed_n", "prevalence_failed", "succeeded_n", "prevalence_succeeded", "gap_pp",
+                "gap_ci_low_pp", "gap_ci_high_pp"] + (["gap_boot_low_pp", "gap_boot_high_pp"] if replicates else [])
+    pred_tables = [
+        Table("failed_vs_successful", "Failed vs successful: prevalence gap in percentage points (ranked)",
+              gap_cols, gaps, [f"Strongest predictor (largest failed-minus-successful gap): {top or 'none'}",
+                               "Gap interval: Newcombe hybrid score; boot: cluster bootstrap over trajectories."]),
+        Table("two_by_two", "Risk ratio P(fail|mode)/P(fail|no mode), odds ratio, Fisher's exact test",
+              ["mode", "present_failed", "present_succeeded", "absent_failed", "absent_succeeded", "risk_ratio",
+               "rr_ci_low", "rr_ci_high", "odds_ratio", "or_ci_low", "or_ci_high", "fisher_p", "bh_q",
+               "mh_odds_ratio", "mh_ci_low", "mh_ci_high"],
+              predictors.table_records(frame, present, known),
+              ["Odds ratio: sample OR of Table2x2; 0.5 is added to every cell of a table with an empty cell."
+               " q: Benjamini-Hochberg over the modes. mh: Mantel-Haenszel odds ratio pooled over systems."]),
+    ]
+    for name, title, exclude in (("logit", "Logistic regression of failure on all modes", ()),
+                                 ("logit_without_fc3", "Logistic regression without FC3 modes", ("FC3",))):
+        fit = predictors.logistic(frame, present, known, exclude_categories=exclude)
+        pred_tables.append(Table(name, f"{title} ({fit.method}, n = {fit.n})",
+                                 ["term", "coef", "odds_ratio", "ci_low", "ci_high", "p"], fit.records,
+                                 [f"method: {fit.method}", *fit.notes]))
+    sections.append(Section("Failed vs successful", pred_tables, [predictors.LEAKAGE_CAVEAT]))
+
+    comp = [Table(f"compare_{c}", f"Each {c} against the rest", [c, "mode", "group_n", "group_prevalence", "rest_n",
+                  "rest_prevalence", "diff_pp_group_minus_rest", "diff_ci_low_pp", "diff_ci_high_pp",
+                  "ratio_group_over_rest"], comparisons.group_vs_rest(frame, present, known, c)) for c in by]
+    sections.append(Section("Comparisons", [t for t in comp if t.records],
+                            ["diff = group minus rest in percentage points; ratio = group divided by rest."]))
+    sections.append(Section("Co-occurrence", [Table("cooccurrence", "Modes together in a trajectory (count, lift)",
+                                                    ["mode", "with", "together", "n", "lift"],
+                                                    cooccurrence.cooccurrence(frame, present, known))]))
+    sections.append(Section("Where things break", [
+        Table("onsets", "Onset step per mode (absolute, relative to length) and how often it comes first",
+              ["mode", "present", "with_onset", "onset_mean", "onset_median", "onset_q1", "onset_q3",
+               "relative_mean", "relative_median", "comes_first", "comes_first_share"],
+              onsets.onset_records(frame, present, lab.onset)),
+        Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"],
+              onsets.relative_histogram(frame, present, lab.onset)),
+    ]))
+    attributed = onsets.against_attributions(db, frame, present, lab.onset)
+    if attributed:
+        sections[-1].tables.append(Table(
+            "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
+            ["attributed_by", "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff",
+             "with_agent", "same_agent"], attributed,
+            ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
+             " is the earliest over all modes present."]))
+    head = header("report", frame, [source], seed, replicates)
+    head["strongest_predictor"] = top
+    head["by"] = list(by)
+    return Document("report", head, sections)

@@ -1,0 +1,143 @@
+"""Exports of labels: long JSONL/CSV, a wide trajectory × mode CSV, and MAD-compatible JSON.
+
+An export holds exactly what a report over the same source and filters counts: each source's
+finished trajectories and its current verdicts on the codebook's modes. Long rows carry the
+trajectory fields a report groups by (system, model, benchmark, outcome, number of steps), so
+every number of a report can be recomputed from the export alone; ``mast import`` reads the
+JSONL back (format ``mast_export``) and restores the same labels. The MAD form writes
+``mast_annotation`` dicts keyed by bare codes ("1.1" … "3.3") so results flow back into MAST's
+own tooling; an undecided cell is null there.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import io
+from collections.abc import Iterator
+from typing import Literal, TextIO
+
+import orjson
+from sqlite_utils import Database
+
+from annotator.errors import ReportError
+from annotator.importers.mast_export import FORMAT_TAG
+from annotator.models import SCHEMA_VERSION
+from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.sources import CONSENSUS
+from annotator.store import bulk
+from taxonomy import Taxonomy
+
+ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
+FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
+
+LONG_COLUMNS = [
+    "format", "schema_version", "trajectory_id", "source", "mode_id", "verdict", "onset_step", "evidence_steps",
+    "quote", "note", "rationale", "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra",
+    "created_at", "system", "model", "benchmark", "outcome", "n_steps", "title",
+]
+_OUTCOME = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
+
+
+def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
+    if any(s == CONSENSUS or s.startswith(CONSENSUS + ":") for s in sources):
+        raise ReportError("consensus is computed, not stored: export its members' labels and report over"
+                          " consensus:<names> on the import")
+    if not sources:
+        raise ReportError("name at least one label source (--source)")
+    return [build(db, [s], taxonomy, filters) for s in dict.fromkeys(sources)]
+
+
+def _trajectory_fields(frame: Frame, i: int) -> dict:
+    return {
+        "system": _none(frame.groups["system"][i]), "model": _none(frame.groups["model"][i]),
+        "benchmark": _none(frame.groups["benchmark"][i]), "outcome": _OUTCOME[int(frame.failed[i])],
+        "n_steps": int(frame.n_steps[i]), "title": frame.titles[i],
+    }
+
+
+def _none(value: str) -> str | None:
+    return None if value == "-" else value
+
+
+def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+    """One dict per (trajectory, mode, source) verdict, in trajectory order (the sources of a
+    trajectory together, so an import reads one trajectory at a time)."""
+    streams = [_source_rows(db, frame, taxonomy) for frame in _frames(db, sources, taxonomy, filters)]
+    return heapq.merge(*streams, key=lambda r: r["trajectory_id"])
+
+
+def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dict]:
+    modes = set(taxonomy.mode_ids)
+    name = next(iter(frame.labels))
+    index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
+    for label in bulk.current_label_dicts(db, name):
+        i = index.get(label["trajectory_id"])
+        if i is None or label["mode_id"] not in modes:
+            continue
+        yield {"format": FORMAT_TAG, "schema_version": SCHEMA_VERSION, "source": name, **label,
+               **_trajectory_fields(frame, i)}
+
+
+def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+    """One dict per (trajectory, source): 1/0 per mode, None where the source left a cell undecided."""
+    for frame in _frames(db, sources, taxonomy, filters):
+        name = next(iter(frame.labels))
+        lab = frame.labels[name]
+        for i, tid in enumerate(frame.ids.tolist()):
+            row = {"trajectory_id": tid, "source": name, **_trajectory_fields(frame, i)}
+            for j, mode in enumerate(frame.mode_ids):
+                row[mode] = int(lab.present[i, j]) if lab.known[i, j] else None
+            yield row
+
+
+def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> list[dict]:
+    """MAD-style records: ``mast_annotation`` keyed by bare codes, one record per trajectory and source."""
+    codes = {m.id: m.code for m in taxonomy.modes}
+    out = []
+    for row in wide_rows(db, sources, taxonomy, filters):
+        out.append({
+            "mas_name": row["system"], "llm_name": row["model"], "benchmark_name": row["benchmark"],
+            "trace_id": row["trajectory_id"], "annotator": row["source"], "outcome": row["outcome"],
+            "mast_annotation": {codes[m]: row[m] for m in taxonomy.mode_ids},
+        })
+    return out
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return value
+
+
+def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
+          filters: Filters | None = None) -> None:
+    """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
+    if fmt == "jsonl":
+        for r in long_rows(db, sources, taxonomy, filters):
+            out.write(orjson.dumps(r).decode() + "\n")
+        return
+    if fmt == "mad-json":
+        out.write(orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    if fmt == "csv":
+        columns, rows = LONG_COLUMNS, long_rows(db, sources, taxonomy, filters)
+    elif fmt == "wide-csv":
+        columns = ["trajectory_id", "source", "system", "model", "benchmark", "outcome", "n_steps", "title",
+                   *taxonomy.mode_ids]
+        rows = wide_rows(db, sources, taxonomy, filters)
+    else:
+        raise ReportError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+
+
+def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
+    """The export as one string (small exports and tests); :func:`write` streams."""
+    buf = io.StringIO()
+    write(db, fmt, sources, taxonomy, buf, filters)
+    return buf.getvalue()

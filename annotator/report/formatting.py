@@ -1,0 +1,127 @@
+"""How a raw record value is shown in the terminal, Markdown and HTML renderings.
+
+Only display: JSON and CSV keep the raw numbers. Interval bounds are merged into one
+"[low, high]" column so wide tables stay readable; a statistic withheld because the mode has
+too few positives shows as "n/e" (not estimable), any other missing value as "-".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotator.report.tables import Table
+
+NOT_ESTIMABLE = "n/e"
+_PAIRS = (("_ci_low", "_ci_high"), ("_boot_low", "_boot_high"))
+_WITHHELD = ("kappa", "alpha", "fleiss")
+
+
+def _interval_of(column: str) -> tuple[str, str, str] | None:
+    for low, high in _PAIRS:
+        if column == low[1:]:
+            return "", low[1:], high[1:]
+        if column.endswith(low):
+            base = column[: -len(low)]
+            return base, low, high
+        if column.endswith(low + "_pp"):
+            base = column[: -len(low + "_pp")]
+            return base, low + "_pp", high + "_pp"
+    return None
+
+
+#: Columns holding text rather than numbers, and the widest the terminal lets them get.
+TEXT_COLUMNS = {"title": 26, "present": 30, "pair": 30, "term": 24, "trajectory": 16, "system": 16, "model": 16,
+                "outcome": 8, "mode": 18, "with": 8, "source": 16, "benchmark": 16, "attributed_by": 16}
+#: Column names that keep their underscore in headings (a statistic's usual notation).
+_VERBATIM = {"p_o"}
+
+
+def heading(column: str) -> str:
+    """A column name as a table heading: words separated by spaces."""
+    return column if column in _VERBATIM else column.replace("_", " ")
+
+
+def value(v: Any, column: str = "", record: dict | None = None) -> str:
+    """One cell as text."""
+    if v is None:
+        if record is not None and record.get("estimable") is False and any(w in column for w in _WITHHELD):
+            return NOT_ESTIMABLE
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if column.endswith("_pp") or "_pp_" in column:
+            return f"{v:+.1f}" if column in ("gap_pp", "diff_pp_group_minus_rest") else f"{v:.1f}"
+        if column in ("p", "fisher_p", "bh_q"):
+            if v == 0:
+                return "<1e-300"  # below the smallest double the test computes
+            return f"{v:.2g}" if v < 0.001 else f"{v:.3f}"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.3f}"
+    return str(v)
+
+
+def display(table: Table) -> tuple[list[str], list[list[str]]]:
+    """Headers and text rows of a table, with interval bounds merged into one column."""
+    plan: list[tuple[str, list[str]]] = []
+    skip: set[str] = set()
+    for col in table.columns:
+        if col in skip:
+            continue
+        iv = _interval_of(col)
+        if iv is not None:
+            base, low, high = iv
+            partner = base + high
+            if partner in table.columns:
+                label = "boot CI" if "boot" in low else "95% CI"
+                plan.append((f"{base.rstrip('_')} {label}".strip(), [col, partner]))
+                skip.add(partner)
+                continue
+        plan.append((col, [col]))
+    rows = []
+    for rec in table.records:
+        row = []
+        for _, cols in plan:
+            if len(cols) == 2:
+                lo, hi = rec.get(cols[0]), rec.get(cols[1])
+                row.append("-" if lo is None or hi is None else f"[{value(lo, cols[0])}, {value(hi, cols[1])}]")
+            else:
+                row.append(value(rec.get(cols[0]), cols[0], rec))
+        rows.append(row)
+    return [h for h, _ in plan], rows
+
+
+def header_lines(header: dict) -> list[tuple[str, str]]:
+    """The report header as (label, text) lines, in reading order."""
+    counts = header["counts"]
+    lines = [
+        ("sources", "; ".join(f"{s['name']} ({s['kind']}: {s['detail']})" for s in header["sources"])),
+        ("taxonomy", f"{header['taxonomy']['name']} {header['taxonomy']['version']},"
+                     f" version hash {header['taxonomy']['version_hash']}"),
+        ("filters", ", ".join(f"{k}={v}" for k, v in header["filters"].items()) or "none"),
+        ("trajectories", f"{counts['trajectories_counted']:,} counted of {counts['trajectories_in_database']:,} in"
+                         f" the database; {counts['failed']:,} failed, {counts['succeeded']:,} succeeded,"
+                         f" {counts['outcome_unknown']:,} outcome unknown"),
+    ]
+    left = counts["left_out"]
+    lines.append(("left out", ", ".join(f"{n} {why}" for why, n in left.items()) or "none"))
+    for s in header["sources"]:
+        if s["not_finished"]:
+            lines.append((f"  {s['name']}", "unfinished: " + ", ".join(f"{n} {why}" for why, n in
+                                                                      s["not_finished"].items())))
+        if s["verdicts_outside_codebook"]:
+            lines.append((f"  {s['name']}", f"{s['verdicts_outside_codebook']} verdicts on modes not in the codebook"
+                                            " were ignored"))
+    if "consensus_ties" in counts:
+        lines.append(("consensus ties", f"{counts['consensus_ties']} (trajectory, mode) cells, left undecided"))
+    if header.get("strongest_predictor") is not None or header.get("by") is not None:
+        lines.append(("strongest predictor", header.get("strongest_predictor") or "none"))
+    if header.get("reference"):
+        lines.append(("reference", header["reference"]))
+    lines.append(("bootstrap", f"{header['bootstrap_replicates']} replicates over trajectories, seed {header['seed']}"))
+    libs = ", ".join(f"{k} {v}" for k, v in header["libraries"].items())
+    lines.append(("tool", f"mast-annotator {header['tool_version']} ({libs}); generated {header['generated_at']}"))
+    return lines

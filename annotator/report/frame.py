@@ -1,0 +1,143 @@
+"""The analysis frame: trajectories × modes 0/1 matrices, the outcome and the grouping columns.
+
+Every statistic in a report is a function of this frame, built once from the store with a
+handful of bulk queries and held as numpy arrays, so that 100,000 trajectories × 14 modes ×
+several sources fit in memory and every aggregate is vectorised. Rows are the trajectories
+that pass the filters and that every requested source has finished; what was left out is
+counted by reason in ``excluded``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+import numpy as np
+from pydantic import BaseModel, Field
+from sqlite_utils import Database
+
+from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
+from annotator.store import bulk
+from annotator.store.trajectories import TrajectoryFilter
+from taxonomy import Taxonomy
+
+#: Outcome codes in ``Frame.failed``.
+FAILED, SUCCEEDED, UNKNOWN = 1, 0, -1
+GROUP_COLUMNS = ("system", "model", "benchmark")
+
+
+class Filters(BaseModel):
+    """Which trajectories a report or agreement considers (None = no restriction)."""
+
+    system: str | None = None
+    model: str | None = None
+    benchmark: str | None = None
+    outcome: str | None = None
+    since: datetime | None = Field(None, description="Imported at or after.")
+    until: datetime | None = Field(None, description="Imported before.")
+    tag: str | None = Field(None, description="A value of the trajectory's metadata 'tags' list.")
+
+    def active(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.model_dump().items() if v is not None}
+
+
+@dataclass
+class Frame:
+    """Trajectories (rows) × modes (columns) for one or more label sources."""
+
+    taxonomy: Taxonomy
+    ids: np.ndarray
+    titles: np.ndarray
+    groups: dict[str, np.ndarray]
+    failed: np.ndarray  # int8: 1 failed, 0 succeeded, -1 unknown
+    n_steps: np.ndarray
+    tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
+    labels: dict[str, SourceLabels]
+    filters: Filters
+    excluded: Counter = field(default_factory=Counter)
+    n_total: int = 0
+
+    @cached_property
+    def mode_ids(self) -> tuple[str, ...]:
+        return self.taxonomy.mode_ids
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def category_of(self) -> list[str]:
+        return [m.category for m in self.taxonomy.modes]
+
+
+def _object(values: list) -> np.ndarray:
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
+
+
+def build(
+    db: Database, source_names: list[str], taxonomy: Taxonomy, filters: Filters | None = None
+) -> Frame:
+    """The frame over the trajectories that pass ``filters`` and that every source finished."""
+    filters = filters or Filters()
+    sources: list[Source] = [resolve(db, name) for name in source_names]
+    flt = TrajectoryFilter(
+        system=filters.system,
+        model=filters.model,
+        benchmark=filters.benchmark,
+        outcome=filters.outcome,
+        imported_after=filters.since,
+        imported_before=filters.until,
+    )
+    rows = bulk.trajectory_rows(db, flt, filters.tag)
+    n_total = bulk.count_trajectories(db)
+    excluded: Counter = Counter()
+    if n_total - len(rows):
+        excluded["outside the filters"] = n_total - len(rows)
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(8)]
+    ids = np.asarray(cols[0], dtype=str)
+    mode_ids = taxonomy.mode_ids
+    verdicts = read_verdicts(db, sources, ids, mode_ids)
+    loaded = {s.name: load(db, s, ids, mode_ids, verdicts) for s in sources}
+    keep = np.ones(len(ids), dtype=bool)
+    for s in sources:
+        one = loaded[s.name]
+        newly = keep & ~one.finished
+        if newly.any():
+            prefix = f"not finished by {s.name}" if len(sources) > 1 else "not finished by the source"
+            excluded[prefix] += int(newly.sum())
+        keep &= one.finished
+    outcome = _object(list(cols[4]))
+    failed = np.full(len(ids), UNKNOWN, dtype=np.int8)
+    failed[outcome == "failure"] = FAILED
+    failed[outcome == "success"] = SUCCEEDED
+    return Frame(
+        taxonomy=taxonomy,
+        ids=ids[keep],
+        titles=_object(list(cols[6]))[keep],
+        groups={c: _object([v or "-" for v in cols[1 + i]])[keep] for i, c in enumerate(GROUP_COLUMNS)},
+        failed=failed[keep],
+        n_steps=np.asarray(cols[5], dtype=np.int64)[keep],
+        tasks=np.asarray([-1 if g is None else g for g in cols[7]], dtype=np.int64)[keep],
+        labels={name: _subset(one, keep) for name, one in loaded.items()},
+        filters=filters,
+        excluded=excluded,
+        n_total=n_total,
+    )
+
+
+def _subset(one: SourceLabels, keep: np.ndarray) -> SourceLabels:
+    old_to_new = np.cumsum(keep) - 1
+    return SourceLabels(
+        source=one.source,
+        finished=one.finished[keep],
+        present=one.present[keep],
+        known=one.known[keep],
+        onset=one.onset[keep],
+        not_finished=one.not_finished,
+        ties=[(int(old_to_new[r]), c) for r, c in one.ties if keep[r]],
+        raters=None if one.raters is None else one.raters[keep],
+        outside_codebook=one.outside_codebook,
+    )

@@ -1,0 +1,42 @@
+"""CSV rendering in long format: one line per value (table, row, column, value).
+
+Long format keeps every table of a document in one file that spreadsheet and dataframe tools
+read directly (pivot on table/column); header fields are written as table "header". Every
+value of a record is written, including those the rendered tables do not show (the JSON has
+the same).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from annotator.report.tables import Document
+
+
+def _flatten(prefix: str, value: object, out: list[tuple[str, object]]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _flatten(f"{prefix}[{i}]", v, out)
+    else:
+        out.append((prefix, value))
+
+
+def render(doc: Document) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["table", "row", "column", "value"])
+    fields: list[tuple[str, object]] = []
+    _flatten("", doc.header, fields)
+    for key, value in fields:
+        w.writerow(["header", "", key, "" if value is None else value])
+    for section in doc.sections:
+        for table in section.tables:
+            for i, rec in enumerate(table.records):
+                for col in [*table.columns, *(k for k in rec if k not in table.columns)]:
+                    v = rec.get(col)
+                    w.writerow([table.name, i, col, "" if v is None else v])
+    return buf.getvalue()

@@ -1,0 +1,45 @@
+"""HTML rendering: one self-contained file (inline CSS and SVG, no scripts, no external assets).
+
+Jinja2 with autoescape on: every value, including trajectory titles and system names written
+by the data, is escaped, so a ``<script>`` in a trajectory shows as text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from annotator.report.charts import charts
+from annotator.report.formatting import (
+    NOT_ESTIMABLE,
+    TEXT_COLUMNS,
+    display,
+    header_lines,
+    heading,
+)
+from annotator.report.tables import Document, Table
+
+_ENV = Environment(
+    loader=FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _table(table: Table) -> dict:
+    headers, rows = display(table)
+    return {"title": table.title, "notes": table.notes, "rows": rows, "shown": len(table.records),
+            "columns": [(heading(h), "text" if h in TEXT_COLUMNS else "num") for h in headers],
+            "total": table.total_rows if table.total_rows is not None else len(table.records)}
+
+
+def render(doc: Document) -> str:
+    sections = [{"title": s.title, "notes": s.notes, "tables": [_table(t) for t in s.tables]} for s in doc.sections]
+    title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
+    return _ENV.get_template("report.html.j2").render(
+        title=title, header=header_lines(doc.header), sections=sections, charts=charts(doc),
+        not_estimable=NOT_ESTIMABLE,
+    )

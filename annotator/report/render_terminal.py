@@ -1,0 +1,99 @@
+"""Terminal rendering: rich tables that stay readable at 100 columns.
+
+A table wider than the console is split into several narrower ones that each repeat the
+key columns (mode, group, pair), instead of being cropped. Every cell is a rich ``Text``
+built from plain strings (trajectory titles and system names are written by the data, so they
+are never parsed as markup) and control characters are made visible with
+:func:`annotator.render.inert`.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from annotator.render import inert
+from annotator.report.formatting import (
+    NOT_ESTIMABLE,
+    TEXT_COLUMNS,
+    display,
+    header_lines,
+    heading,
+)
+from annotator.report.tables import Document, Table
+
+_KEYS = ("trajectory", "pair", "source", "attributed_by", "system", "model", "benchmark", "mode", "with", "term",
+         "rank")
+
+
+def _width(header: str, cells: list[str]) -> int:
+    """Printed width of a column: its content, padding on both sides and the separator."""
+    longest_word = max((len(w) for w in header.split("_")), default=1)
+    widest = max((len(c) for c in cells), default=1)
+    return min(max(longest_word, widest), TEXT_COLUMNS.get(header, 10**6)) + 3
+
+
+def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> list[list[int]]:
+    """Column indices per printed table: the key columns, then as many others as fit."""
+    widths = [_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
+    keys = [i for i, h in enumerate(headers) if h in _KEYS]
+    rest = [i for i in range(len(headers)) if i not in keys]
+    base = sum(widths[i] for i in keys)
+    groups, current, used = [], [], base
+    for i in rest:
+        if current and used + widths[i] > width:
+            groups.append(keys + current)
+            current, used = [], base
+        current.append(i)
+        used += widths[i]
+    groups.append(keys + current)
+    return [sorted(g) for g in groups]
+
+
+def _print_table(table: Table, console: Console) -> None:
+    headers, rows = display(table)
+    groups = _column_groups(headers, rows, console.width - 2)
+    for part, cols in enumerate(groups):
+        title = table.title if part == 0 else f"{table.title} (continued)"
+        rt = RichTable(title=Text(inert(title), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
+                       pad_edge=False, padding=(0, 1), header_style="bold")
+        for i in cols:
+            h = headers[i]
+            if h in TEXT_COLUMNS:
+                rt.add_column(Text(heading(h)), overflow="ellipsis", no_wrap=True, max_width=TEXT_COLUMNS[h])
+            else:  # numbers never wrap; their header may, word by word
+                widest = max([len(r[i]) for r in rows] + [len(w) for w in h.split("_")])
+                rt.add_column(Text(heading(h)), justify="right", overflow="fold", min_width=widest)
+        for row in rows:
+            rt.add_row(*(Text(inert(row[i])) for i in cols))
+        if not rows:
+            rt.add_row(*(Text("-") for _ in cols))
+        console.print(rt)
+    shown = len(table.records)
+    if table.total_rows is not None and table.total_rows > shown:
+        console.print(Text(f"{shown} of {table.total_rows} rows shown; all in --format json or csv", style="dim"))
+    for note in table.notes:
+        console.print(Text(inert(note), style="dim"))
+
+
+def render(doc: Document, console: Console) -> None:
+    """Print the whole document."""
+    title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
+    console.print(Text(title, style="bold underline"))
+    head = RichTable.grid(padding=(0, 2))
+    head.add_column(style="bold", max_width=24, overflow="fold")
+    head.add_column(overflow="fold")
+    for label, text in header_lines(doc.header):
+        head.add_row(Text(inert(label)), Text(inert(text)))
+    console.print(head)
+    for section in doc.sections:
+        console.print()
+        console.print(Text(section.title, style="bold reverse"))
+        for note in section.notes:
+            console.print(Text(inert(note), style="italic"))
+        for table in section.tables:
+            _print_table(table, console)
+    console.print()
+    console.print(Text(f"{NOT_ESTIMABLE} = not estimable (too few positives); - = not defined", style="dim"))

@@ -1,0 +1,216 @@
+"""Label sources: whose labels a report counts, and which trajectories each source has finished.
+
+A report runs over one source and an agreement over several. What "finished" means depends
+on the kind of source, because an unfinished trajectory would turn "not looked at yet" into
+"absent":
+
+- a person (has review states): the trajectories they marked done;
+- a pre-labelling run ``run:<id>``: the trajectories it gave a verdict for every mode;
+- an imported set (``mad-llm``, ``mad-human-2``, labels restored from an export, any
+  annotator without review states): the trajectories it has labels for;
+- ``consensus`` (or ``consensus:alice,bob``): per mode, the majority verdict of the people who
+  finished the trajectory; a tie is an undecided cell, counted and reported, never broken.
+
+Every trajectory a source leaves out is counted under a reason, so a report can say what
+it did not count and why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from sqlite_utils import Database
+
+from annotator.errors import NotFound, ReportError
+from annotator.store import bulk
+from annotator.store.labels import annotators
+from annotator.store.runs import get_run
+
+SourceKind = Literal["human", "run", "imported", "consensus"]
+CONSENSUS = "consensus"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved label source."""
+
+    name: str
+    kind: SourceKind
+    members: tuple[str, ...] = ()
+    detail: str = ""
+
+
+@dataclass
+class SourceLabels:
+    """One source's verdicts over a fixed list of trajectories (rows) and modes (columns)."""
+
+    source: Source
+    finished: np.ndarray  # bool (n,)
+    present: np.ndarray  # bool (n, K)
+    known: np.ndarray  # bool (n, K): present or absent (not unknown, missing or tied)
+    onset: np.ndarray  # float (n, K), NaN where no onset
+    not_finished: Counter = field(default_factory=Counter)  # reason -> trajectories
+    ties: list[tuple[int, int]] = field(default_factory=list)  # (row, mode) undecided by consensus
+    raters: np.ndarray | None = None  # consensus: people who finished each row
+    outside_codebook: int = 0  # verdicts on modes the codebook does not have
+
+
+def resolve(db: Database, name: str) -> Source:
+    """What kind of source ``name`` is; NotFound if no labels stand under it."""
+    if name == CONSENSUS or name.startswith(CONSENSUS + ":"):
+        named = name.partition(":")[2]
+        members = tuple(m for m in named.split(",") if m) if named else tuple(bulk.reviewers(db))
+        if not members:
+            raise ReportError("consensus needs people who marked trajectories done; there are none")
+        return Source(name, "consensus", members, "majority of " + ", ".join(members))
+    if bulk.has_reviews(db, name):
+        return Source(name, "human", detail="trajectories marked done")
+    if not bulk.has_labels(db, name):
+        known = annotators(db)
+        listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
+        raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
+    if name.startswith("run:"):
+        try:
+            run = get_run(db, int(name[4:]))
+        except (ValueError, NotFound):
+            run = None
+        if run is not None:
+            return Source(name, "run", detail=f"{run.kind} run, {run.model or '-'}, status {run.status}")
+    return Source(name, "imported", detail="trajectories it has labels for")
+
+
+def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in the sorted ``ids`` of the given trajectory ids, and which of them are there."""
+    if not tids or not len(ids):
+        return np.zeros(0, dtype=np.int64), np.zeros(len(tids), dtype=bool)
+    arr = np.asarray(tids)
+    pos = np.searchsorted(ids, arr)
+    pos = np.minimum(pos, len(ids) - 1)
+    return pos, ids[pos] == arr
+
+
+def annotators_of(sources: list[Source]) -> list[str]:
+    """Every annotator whose labels the sources are made of (consensus members included)."""
+    names = [m for s in sources for m in (s.members if s.kind == "consensus" else (s.name,))]
+    return list(dict.fromkeys(names))
+
+
+def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
+    """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
+    splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
+    return bulk.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+
+
+def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
+    """present, absent, unknown (n, K) and onset (n, K) of one annotator over ``ids``."""
+    n, k = len(ids), len(mode_ids)
+    present = np.zeros((n, k), dtype=bool)
+    absent = np.zeros((n, k), dtype=bool)
+    unknown = np.zeros((n, k), dtype=bool)
+    onset = np.full((n, k), np.nan)
+    if not rows:
+        return present, absent, unknown, onset
+    tids, total, n_absent, codes = zip(*rows, strict=True)
+    pos, ok = _rows_for(ids, list(tids))
+    total, n_absent = np.asarray(total), np.asarray(n_absent)
+    text = ",".join(c for c in codes if c)
+    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+    row_of = np.repeat(np.arange(len(rows)), total - n_absent)
+    keep = ok[row_of]
+    r, code, step = pos[row_of[keep]], pairs[keep, 0], pairs[keep, 1]
+    mode, is_present = code >> 1, (code & 1) == 1
+    present[r[is_present], mode[is_present]] = True
+    unknown[r[~is_present], mode[~is_present]] = True
+    timed = is_present & (step >= 0)
+    onset[r[timed], mode[timed]] = step[timed]
+    complete = ok & (total == k)
+    absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
+    partial = ok & (total < k) & (n_absent > 0)
+    if partial.any():
+        cells = bulk.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        index = {m: j for j, m in enumerate(mode_ids)}
+        cells = [(t, index[m]) for t, m in cells if m in index]
+        if cells:
+            ctids, cmodes = zip(*cells, strict=True)
+            cpos, cok = _rows_for(ids, list(ctids))
+            absent[cpos[cok], np.asarray(cmodes)[cok]] = True
+    return present, absent, unknown, onset
+
+
+def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...], verdicts: dict) -> SourceLabels:
+    """The source's labels over the trajectories ``ids`` (sorted), with what it left unfinished.
+
+    ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators.
+    """
+    if source.kind == "consensus":
+        return _consensus(db, source, ids, mode_ids, verdicts)
+    present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
+    any_label = (present | absent | unknown).any(axis=1)
+    reasons: Counter = Counter()
+    if source.kind == "human":
+        finished = _done(db, source.name, ids, reasons)
+    elif source.kind == "run":
+        complete = (present | absent | unknown).all(axis=1)
+        finished = complete
+        reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())
+        reasons["not labelled by the run"] = int((~any_label).sum())
+    else:
+        finished = any_label
+        reasons["no labels by this source"] = int((~any_label).sum())
+    return SourceLabels(
+        source=source,
+        finished=finished,
+        present=present & finished[:, None],
+        known=(present | absent) & finished[:, None],
+        onset=np.where(finished[:, None], onset, np.nan),
+        not_finished=+reasons,
+        outside_codebook=bulk.labels_outside(db, source.name, mode_ids),
+    )
+
+
+def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
+    status = np.full(len(ids), "not_started", dtype=object)
+    for st, tids in bulk.review_status_counts(db, name).items():
+        pos, ok = _rows_for(ids, tids)
+        status[pos[ok]] = st
+    finished = status == "done"
+    reasons["not marked done (in progress)"] = int((status == "in_progress").sum())
+    reasons["not marked done (not started)"] = int((status == "not_started").sum())
+    return finished
+
+
+def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...],
+               verdicts: dict) -> SourceLabels:
+    n, k = len(ids), len(mode_ids)
+    yes = np.zeros((n, k), dtype=np.int16)
+    no = np.zeros((n, k), dtype=np.int16)
+    raters = np.zeros(n, dtype=np.int16)
+    onsets = []
+    for member in source.members:
+        one = load(db, resolve(db, member), ids, mode_ids, verdicts)
+        raters += one.finished
+        yes += one.present
+        no += one.known & ~one.present
+        onsets.append(one.onset)
+    finished = raters > 0
+    present = yes > no
+    tie = (yes == no) & (yes > 0)
+    known = (yes != no) & finished[:, None]
+    # The consensus onset of a present cell: the earliest step any agreeing rater gave.
+    with np.errstate(all="ignore"):
+        onset = np.fmin.reduce(np.stack(onsets), axis=0) if onsets else np.full((n, k), np.nan)
+    onset = np.where(present, onset, np.nan)
+    rows, cols = np.nonzero(tie)
+    return SourceLabels(
+        source=source,
+        finished=finished,
+        present=present,
+        known=known,
+        onset=onset,
+        not_finished=+Counter({"finished by none of the people": int((~finished).sum())}),
+        ties=list(zip(rows.tolist(), cols.tolist(), strict=True)),
+        raters=raters,
+    )

@@ -1,0 +1,88 @@
+"""The shape every report and agreement takes before rendering: sections of tables of records.
+
+Statistics produce records (one dict per row, raw numbers, None where a value does not
+exist); renderers only format them. JSON writes the records as they are, CSV flattens them
+to one line per value, and the terminal, Markdown and HTML renderers draw them as tables, so
+every renderer shows the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Table:
+    """One table: ``records`` hold raw values keyed by ``columns``."""
+
+    name: str
+    title: str
+    columns: list[str]
+    records: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    #: Rows in the full table when ``records`` is a shortened view (long per-trajectory lists).
+    total_rows: int | None = None
+
+
+@dataclass
+class Section:
+    title: str
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Document:
+    """A whole report: a header (source, codebook, filters, counts, versions) and sections."""
+
+    kind: str  # "report" | "agreement"
+    header: dict[str, Any]
+    sections: list[Section]
+
+    def table(self, name: str) -> Table | None:
+        for s in self.sections:
+            for t in s.tables:
+                if t.name == name:
+                    return t
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "header": self.header,
+            "sections": [
+                {
+                    "title": s.title,
+                    "notes": s.notes,
+                    "tables": [
+                        {
+                            "name": t.name,
+                            "title": t.title,
+                            "columns": t.columns,
+                            "notes": t.notes,
+                            "total_rows": t.total_rows if t.total_rows is not None else len(t.records),
+                            "records": t.records,
+                        }
+                        for t in s.tables
+                    ],
+                }
+                for s in self.sections
+            ],
+        }
+
+
+def num(value: Any, digits: int | None = 6) -> float | int | None:
+    """A numpy scalar as a plain Python number for the records; NaN and inf become None."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    f = float(value)
+    if not np.isfinite(f):
+        return None
+    return round(f, digits) if digits is not None else f

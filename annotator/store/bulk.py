@@ -1,0 +1,274 @@
+"""Bulk reads and writes for the reports: whole label sources as compact per-trajectory rows.
+
+A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
+Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
+let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
+not "absent" as a string of integer codes that numpy parses in one call; exports stream a
+source's labels from a cursor. The bulk inserts at the end exist for generating large
+databases (benchmarks) without a Python call per label.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from itertools import chain
+
+from sqlite_utils import Database
+
+from annotator.errors import ReportError
+from annotator.models import SCHEMA_VERSION
+from annotator.store._json import loads
+from annotator.store.db import write
+from annotator.store.trajectories import TrajectoryFilter, _where
+
+
+def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
+    """A CASE expression giving a mode id's position in ``mode_ids`` (NULL if not there)."""
+    if not mode_ids:
+        raise ReportError("the codebook has no modes")
+    return "CASE s.mode_id " + " ".join("WHEN ? THEN ?" for _ in mode_ids) + " END", [
+        v for i, m in enumerate(mode_ids) for v in (m, i)
+    ]
+
+
+def trajectory_rows(
+    db: Database, flt: TrajectoryFilter | None = None, tag: str | None = None
+) -> list[tuple]:
+    """(id, system, model, benchmark, outcome, n_steps, title, task group) of the trajectories the filter selects.
+
+    The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
+    by several systems or models can be clustered without reading the task texts; it is None
+    where the task is unknown. ``tag`` selects trajectories whose metadata ``tags`` list holds it.
+    """
+    where, params = _where(flt or TrajectoryFilter())
+    if tag is not None:
+        where.append(
+            "EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
+        )
+        params.append(tag)
+    sql = (
+        "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title, CASE WHEN t.task IS NULL"
+        " THEN NULL ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END FROM trajectories t"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return db.execute(sql + " ORDER BY t.id", params).fetchall()
+
+
+def attribution_rows(db: Database) -> list[tuple[str, str, int | None, str | None]]:
+    """(trajectory id, attributed by, step, agent) of every decisive-error attribution."""
+    sql = "SELECT trajectory_id, annotator, step, agent FROM attributions ORDER BY trajectory_id"
+    return db.execute(sql).fetchall()
+
+
+def step_agents(db: Database, cells: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str | None]:
+    """The agent of each (trajectory id, step index) asked for that exists."""
+    out: dict[tuple[str, int], str | None] = {}
+    for start in range(0, len(cells), 400):
+        chunk = cells[start:start + 400]
+        values = ", ".join("(?, ?)" for _ in chunk)
+        rows = db.execute(
+            f"SELECT trajectory_id, idx, agent FROM steps WHERE (trajectory_id, idx) IN (VALUES {values})",
+            [v for cell in chunk for v in cell],
+        ).fetchall()
+        out.update({(t, i): agent for t, i, agent in rows})
+    return out
+
+
+def count_trajectories(db: Database) -> int:
+    return db.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+
+
+def verdict_rows(
+    db: Database | sqlite3.Connection, annotator: str, mode_ids: Sequence[str], after: str | None = None,
+    before: str | None = None,
+) -> list[tuple[str, int, int, str | None]]:
+    """One row per trajectory the annotator has current verdicts for (ids in [after, before)), folded by SQLite.
+
+    (trajectory id, verdicts on the codebook's modes, how many of them are "absent", codes)
+    where codes lists the other verdicts as comma-separated integer pairs
+    ``2 * mode index + (1 if present else 0), onset step or -1``. Absent verdicts, the bulk of
+    all cells, are only counted: a trajectory with a verdict on every mode needs nothing more,
+    and :func:`absent_cells` names them for the few that lack some.
+    """
+    case, params = _mode_index(mode_ids)
+    marks = ", ".join("?" for _ in mode_ids)
+    sql = (
+        "SELECT s.trajectory_id, count(*), sum(l.verdict = 'absent'),"
+        f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
+        " || ',' || coalesce(l.onset_step, -1) END)"
+        " FROM label_state s JOIN labels l ON l.id = s.label_id"
+        f" WHERE s.annotator = ? AND l.verdict IS NOT NULL AND s.mode_id IN ({marks})"
+    )
+    args = [*params, annotator, *mode_ids]
+    if after is not None:
+        sql += " AND s.trajectory_id >= ?"
+        args.append(after)
+    if before is not None:
+        sql += " AND s.trajectory_id < ?"
+        args.append(before)
+    return db.execute(sql + " GROUP BY s.trajectory_id", args).fetchall()
+
+
+def verdict_rows_many(
+    db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
+) -> dict[str, list[tuple[str, int, int, str | None]]]:
+    """:func:`verdict_rows` of several annotators, read in parallel.
+
+    The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
+    spread over threads, each with its own read-only connection: SQLite does the folding
+    outside the GIL, so a second core halves the wait. An in-memory database is read on the
+    caller's connection instead.
+    """
+    bounds = list(zip([None, *splits], [*splits, None], strict=True))
+    jobs = [(a, lo, hi) for a in annotators for lo, hi in bounds]
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    if not path or len(jobs) == 1:
+        return {a: [r for _, lo, hi in jobs if _ == a for r in verdict_rows(db, a, mode_ids, lo, hi)]
+                for a in annotators}
+
+    def run(job: tuple[str, str | None, str | None]) -> list:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
+        finally:
+            conn.close()
+
+    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
+        results = list(pool.map(run, jobs))
+    out: dict[str, list] = {a: [] for a in annotators}
+    for (a, _, _), rows in zip(jobs, results, strict=True):
+        out[a].extend(rows)
+    return out
+
+
+#: Label fields of an export row, in the order :func:`current_label_dicts` reads them.
+LABEL_FIELDS = ("trajectory_id", "mode_id", "verdict", "onset_step", "evidence_steps", "quote", "note", "rationale",
+                "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra", "created_at")
+
+
+def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
+    """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order.
+
+    For exports of millions of labels: no model objects and nothing held beyond one row. JSON
+    columns are decoded; ``created_at`` stays the ISO text it is stored as.
+    """
+    cursor = db.execute(
+        f"SELECT {', '.join('l.' + f for f in LABEL_FIELDS)} FROM label_state s JOIN labels l ON l.id = s.label_id"
+        " WHERE s.annotator = ? AND l.verdict IS NOT NULL ORDER BY s.trajectory_id, s.mode_id",
+        [annotator],
+    )
+    for row in cursor:
+        out = dict(zip(LABEL_FIELDS, row, strict=True))
+        out["evidence_steps"] = loads(out["evidence_steps"], [])
+        out["extra"] = loads(out["extra"], {})
+        if out["grounded"] is not None:
+            out["grounded"] = bool(out["grounded"])
+        yield out
+
+
+def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(trajectory id, mode id) of the annotator's current "absent" verdicts on these trajectories."""
+    out: list[tuple[str, str]] = []
+    for start in range(0, len(trajectory_ids), 500):
+        chunk = list(trajectory_ids[start : start + 500])
+        out += db.execute(
+            "SELECT s.trajectory_id, s.mode_id FROM label_state s JOIN labels l ON l.id = s.label_id"
+            f" WHERE s.annotator = ? AND l.verdict = 'absent' AND s.trajectory_id IN ({', '.join('?' for _ in chunk)})",
+            [annotator, *chunk],
+        ).fetchall()
+    return out
+
+
+def labels_outside(db: Database, annotator: str, mode_ids: Sequence[str]) -> int:
+    """How many current labels of the annotator name a mode the codebook does not have."""
+    marks = ", ".join("?" for _ in mode_ids)
+    return db.execute(
+        f"SELECT count(*) FROM label_state WHERE annotator = ? AND mode_id NOT IN ({marks})",
+        [annotator, *mode_ids],
+    ).fetchone()[0]
+
+
+def has_labels(db: Database, annotator: str) -> bool:
+    """Whether any label stands under ``annotator``."""
+    return db.execute("SELECT 1 FROM label_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+
+
+def has_reviews(db: Database, annotator: str) -> bool:
+    """Whether ``annotator`` has a review state on any trajectory (a person using the annotator)."""
+    return db.execute("SELECT 1 FROM review_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+
+
+def review_status_counts(db: Database, annotator: str) -> dict[str, list[str]]:
+    """Trajectory ids per review status of one annotator."""
+    out: dict[str, list[str]] = {}
+    for tid, status in db.execute(
+        "SELECT trajectory_id, status FROM review_state WHERE annotator = ?", [annotator]
+    ):
+        out.setdefault(status, []).append(tid)
+    return out
+
+
+def reviewers(db: Database) -> list[str]:
+    """Annotators who have marked at least one trajectory done (the people consensus is over)."""
+    return [
+        r[0]
+        for r in db.execute(
+            "SELECT DISTINCT annotator FROM review_state WHERE status = 'done' ORDER BY annotator"
+        )
+    ]
+
+
+def insert_label_cells(
+    db: Database,
+    rows: Iterable[tuple[str, str, str, str, int | None]],
+    *,
+    provenance: str,
+    taxonomy_hash: str | None = None,
+    created_at: datetime | None = None,
+) -> None:
+    """Append many bare labels (trajectory_id, annotator, mode_id, verdict, onset_step) at once.
+
+    Each becomes the current label of its cell. No evidence, quote or note: this is for
+    generated data and bulk loads, where building a Label object per cell would dominate.
+    """
+    stamp = (created_at or datetime.now().astimezone()).isoformat()
+    with write(db):
+        start = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        db.conn.executemany(
+            "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
+            " provenance, taxonomy_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((SCHEMA_VERSION, t, m, a, v, o, provenance, taxonomy_hash, stamp) for t, a, m, v, o in rows),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
+            " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? ORDER BY id",
+            [start],
+        )
+
+
+def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:
+    """Append many step-less trajectory rows (generated data): keys are trajectories columns."""
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return
+    cols = list(first)
+    sql = f"INSERT INTO trajectories ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
+    with write(db):
+        db.conn.executemany(sql, ([r[c] for c in cols] for r in chain([first], rows)))
+
+
+def insert_reviews_done(db: Database, annotator: str, trajectory_ids: Iterable[str]) -> None:
+    """Mark many trajectories done for an annotator at once (generated data, bulk loads)."""
+    stamp = datetime.now().astimezone().isoformat()
+    with write(db):
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at)"
+            " VALUES (?, ?, 'done', 0, ?)",
+            ((t, annotator, stamp) for t in trajectory_ids),
+        )

@@ -1,0 +1,98 @@
+"""Exports: the JSONL export imports back to the same labels and the same report; wide CSV and MAD JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import orjson
+import pytest
+from report_data import MODES, add_trajectory, known_prevalence_db, label_all
+
+from annotator.errors import ReportError
+from annotator.importers.service import import_paths
+from annotator.models import Label
+from annotator.report import export
+from annotator.report.document import build_report
+from annotator.store import open_db
+from annotator.store.labels import add_labels, current_labels
+from taxonomy import load_taxonomy
+
+TAX = load_taxonomy()
+_FIELDS = ("trajectory_id", "annotator", "mode_id", "verdict", "onset_step", "evidence_steps", "quote", "note",
+           "rationale", "confidence", "provenance", "grounded", "taxonomy_hash", "extra")
+
+
+@pytest.fixture
+def labelled(db):
+    known_prevalence_db(db)
+    add_labels(db, [Label(trajectory_id="f00", mode_id="FM-1.1", annotator="alice", verdict="present", onset_step=0,
+                          evidence_steps=[2, 4], quote='rm -rf "/"', note="line one\nline two, with a comma",
+                          confidence=0.75, extra={"why": ["a", 1]})])
+    for i in range(4):
+        label_all(db, f"f{i:02d}", "judge", {"FM-1.1": 1} if i % 2 else set(), provenance="imported", done=False,
+                  unknown=("FM-2.2",) if i == 3 else ())
+    return db
+
+
+def _current(db, annotators=("alice", "judge")) -> list[tuple]:
+    return sorted(tuple(getattr(lab, f) for f in _FIELDS) for lab in current_labels(db) if lab.annotator in annotators)
+
+
+def test_jsonl_export_round_trip_restores_labels_and_report(labelled, tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(export.render(labelled, "jsonl", ["alice", "judge"], TAX), encoding="utf-8")
+    rows = [orjson.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 30 * 14 + 4 * 14
+    assert {r["source"] for r in rows} == {"alice", "judge"}
+    fresh = open_db(tmp_path / "fresh.db")
+    summary = import_paths(fresh, [path])
+    assert not summary.failed and summary.files[0].format == "mast_export"
+    assert summary.total("labels") == len(rows)
+    assert _current(fresh) == _current(labelled)
+    before = build_report(labelled, "alice", TAX, replicates=100, seed=4, row_limit=None)
+    after = build_report(fresh, "alice", TAX, replicates=100, seed=4, row_limit=None)
+    for name in ("prevalence", "failed_vs_successful", "two_by_two", "mean_modes", "onsets", "trajectories"):
+        assert after.table(name).records == before.table(name).records, name
+    again = import_paths(fresh, [path])  # a second import adds nothing
+    assert again.total("labels") == 0 and again.total("unchanged") == 30
+    into_source = import_paths(labelled, [path])  # nor does importing into the database it came from
+    assert into_source.total("labels") == 0 and into_source.total("imported") == 0
+    fresh.close()
+
+
+def test_stub_is_replaced_by_the_real_trajectory_and_keeps_its_labels(labelled, tmp_path):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(export.render(labelled, "jsonl", ["judge"], TAX), encoding="utf-8")
+    fresh = open_db(tmp_path / "fresh.db")
+    import_paths(fresh, [path])
+    stub = fresh["trajectories"].get("f01")
+    assert orjson.loads(stub["metadata"]) == {"label_export_stub": True} and stub["n_steps"] == 10
+    add_trajectory(fresh, "f01", steps=10)
+    assert orjson.loads(fresh["trajectories"].get("f01")["metadata"]) == {}
+    assert _current(fresh, ("judge",)) == _current(labelled, ("judge",))
+    fresh.close()
+
+
+def test_long_csv_has_one_row_per_verdict(labelled):
+    rows = list(csv.DictReader(io.StringIO(export.render(labelled, "csv", ["alice"], TAX))))
+    assert len(rows) == 30 * 14
+    f00 = next(r for r in rows if r["trajectory_id"] == "f00" and r["mode_id"] == "FM-1.1")
+    assert (f00["onset_step"], f00["evidence_steps"], f00["note"]) == ("0", "[2,4]", "line one\nline two, with a comma")
+    assert (f00["system"], f00["outcome"], f00["n_steps"]) == ("S1", "failure", "10")
+
+
+def test_wide_csv_and_mad_json(labelled):
+    wide = list(csv.DictReader(io.StringIO(export.render(labelled, "wide-csv", ["judge"], TAX))))
+    assert [r["trajectory_id"] for r in wide] == ["f00", "f01", "f02", "f03"]
+    assert [r["FM-1.1"] for r in wide] == ["0", "1", "0", "1"]
+    assert wide[3]["FM-2.2"] == ""  # undecided
+    mad = orjson.loads(export.render(labelled, "mad-json", ["judge"], TAX))
+    assert list(mad[1]["mast_annotation"]) == [m.removeprefix("FM-") for m in MODES]
+    assert mad[1]["mast_annotation"]["1.1"] == 1 and mad[3]["mast_annotation"]["2.2"] is None
+    assert (mad[0]["trace_id"], mad[0]["mas_name"], mad[0]["annotator"]) == ("f00", "S1", "judge")
+
+
+def test_export_refuses_consensus(labelled):
+    with pytest.raises(ReportError, match="consensus is computed"):
+        export.render(labelled, "jsonl", ["consensus"], TAX)
