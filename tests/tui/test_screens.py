@@ -153,7 +153,9 @@ async def test_a_decisive_error_attribution_is_shown_except_in_blind_mode(tui_db
         async with app.run_test(size=SIZE) as pilot:
             app.open_trajectory("t2")
             await pilot.pause()
-            await pilot.press("R")
+            await pilot.press(*["space"] * 6)
+            assert "decisive error" not in read_screen(app), "replay mode: not before its step is revealed"
+            await pilot.press("space")
             text = read_screen(app)
             if blind:
                 assert "decisive error" not in text and "✗" not in text

@@ -58,6 +58,7 @@ class ReplayScreen(Screen[None]):
         self.full = False
         self.search_query = ""
         self.compare_marks: dict[int, str] = {}
+        self.attributions = [] if blind else session.attributions()
 
     # ---- layout
 
@@ -110,7 +111,10 @@ class ReplayScreen(Screen[None]):
         labels = self.session.labels()
         suggestions = {} if self.blind else self.session.suggestions()
         others = {} if self.blind else self.session.others()
-        attributions = [] if self.blind else self.session.attributions()
+        # In replay mode an attribution shows once its step is revealed: it would tell the end.
+        attributions = [
+            a for a in self.attributions if self.review_mode or (a.step is not None and a.step <= self.revealed)
+        ]
         mode = self.taxonomy.modes[self.mode_cursor]
         self.query_one(TaxonomyPanel).show(
             PanelState(self.taxonomy, mode.id, labels, suggestions, others, attributions)
@@ -174,12 +178,15 @@ class ReplayScreen(Screen[None]):
         if self.revealed + 1 < self.n_steps:
             self.revealed += 1
         self._move(self.revealed)
+        self._revealed_attribution()
 
     def action_toggle_review(self) -> None:
         self.review_mode = not self.review_mode
         if not self.review_mode:
             self.revealed = self.cursor
         self._move(self.cursor)
+        if self.attributions:
+            self._refresh_labels()
         self.query_one("#replay-header", Static).update(self._header())
         self._say("review mode: every step is listed" if self.review_mode else "replay mode: space reveals the next step")
 
@@ -203,6 +210,12 @@ class ReplayScreen(Screen[None]):
         if not self.review_mode and index > self.revealed:
             self.revealed = min(index, self.n_steps - 1)
         self._move(index)
+        self._revealed_attribution()
+
+    def _revealed_attribution(self) -> None:
+        """Redraw the labels when the step just reached in replay mode carries an attribution."""
+        if not self.review_mode and any(a.step is not None and a.step <= self.revealed for a in self.attributions):
+            self._refresh_labels()
 
     def action_jump_cited(self) -> None:
         mode_id = self.taxonomy.modes[self.mode_cursor].id
