@@ -20,8 +20,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(MAST) --db mast.db import trajectories/
-	$(MAST) --db mast.db show "$$($(MAST) --db mast.db list --json | head -n 1 | $(PY) -c "import json,sys; print(json.load(sys.stdin)['id'])")" --limit 20
+	$(MAST) --db mast.db annotate trajectories/
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -m "not llm"

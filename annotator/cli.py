@@ -7,7 +7,6 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -117,17 +116,24 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
       mast import 'runs/**/*.jsonl' --format openai_chat --system my-agent
       mast import outputs/agent_outputs --ground-truth scenarios/   # ITBench runs, scored
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from annotator.importers.base import ImportOptions
-    from annotator.importers.service import expand_paths, import_paths
 
     opts = ImportOptions(
         system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
     )
     if max_size is not None:
         opts.max_bytes = max_size
-    db = _open(ctx)
+    summary = _import(_open(ctx), paths, fmt, opts, quiet)
+    if summary.failed:
+        sys.exit(1)
+
+
+def _import(db, paths, fmt, opts, quiet: bool):
+    """Import with a progress bar, print one line per file (unless quiet) and the totals."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from annotator.importers.service import expand_paths, import_paths
+
     files = expand_paths(paths)
     if not files:
         _fail("no files match " + " ".join(paths))
@@ -159,10 +165,9 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     if skipped:
         line += f", {skipped} skipped (not a trajectory)"
     out.print(Text(line, style="bold"), soft_wrap=True)
-    if failed:
-        for f in failed:
-            err.print(Text(f"failed: {f.error}", style="red"))
-        sys.exit(1)
+    for f in failed:
+        err.print(Text(f"failed: {f.error}", style="red"))
+    return summary
 
 
 def _print_file_result(f) -> None:
@@ -247,9 +252,9 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
 
 
 def _default_annotator() -> str:
-    import getpass
+    from annotator.annotation import default_annotator
 
-    return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
+    return default_annotator()
 
 
 @main.command("show")
@@ -504,6 +509,42 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     for item in run_items(db, final.id, "failed")[:20]:
         err.print(Text(f"failed: {item.trajectory_id}: {item.error}", style="red"))
+
+
+# ---- annotate
+
+
+@main.command("annotate")
+@click.argument("paths", nargs=-1)
+@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
+@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task outcomes (agreement studies).")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
+@click.pass_context
+@handled
+def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
+    """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
+
+    PATHS, if given, are imported first (files or folders, as with `mast import`; a file that
+    fails is reported and the app opens on the rest). Every tag is saved the moment it is made;
+    press ? in the app for the keys.
+
+    \b
+    Examples:
+      mast annotate                          # annotate what is in ./mast.db
+      mast --db study.db annotate runs/      # import runs/, then annotate
+      mast annotate --annotator alice --blind
+      mast annotate --taxonomy my-codebook.yaml
+    """
+    from annotator.tui.app import make_app
+    from annotator.tui.keys import check_hotkeys
+
+    tax = _taxonomy(taxonomy_path)
+    check_hotkeys(tax)
+    if paths:
+        db = _open(ctx)
+        _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
+        db.close()
+    make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
 
 
 # ---- reports: report / agreement / export

@@ -192,7 +192,7 @@ def _json_shape(path: Path, head: Head) -> None:
         if head.size > PARSE_BYTES:
             return  # the budget ran out, not the JSON
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
-    except ijson.common.JSONError as exc:
+    except (ijson.common.JSONError, UnicodeDecodeError) as exc:  # yajl can mis-decode escaped surrogates
         raise ImportFailure(str(head.path), "malformed JSON: " + _json_error(path), where=_json_where(path)) from exc
 
 

@@ -53,13 +53,17 @@ def write(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     """One write transaction: all of it is committed, or none of it.
 
     Nested use joins the outer transaction (through a savepoint), so store functions can be
-    composed into one atomic unit such as "import this file".
+    composed into one atomic unit such as "import this file". A lock held by another process
+    beyond the busy timeout is a ``StoreError`` (shown as a message, not a crash).
     """
     if db.conn.in_transaction:
         with db.atomic():
             yield db
         return
-    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        db.conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:  # another writer kept the lock past the busy timeout
+        raise StoreError(f"the database stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s; nothing was written") from exc
     try:
         yield db
     except BaseException:

@@ -215,6 +215,26 @@ def annotators(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT DISTINCT annotator FROM label_state ORDER BY annotator")]
 
 
+#: The decision row that takes an earlier decision back (undo): the suggestion is undecided again.
+WITHDRAWN = "withdrawn"
+
+
+def record_decision(db: Database, suggestion: Label, annotator: str, decision: Decision | None) -> None:
+    """Append ``annotator``'s decision on a suggestion; None withdraws the standing one (undo).
+
+    Decisions are append-only like labels: the newest row per (suggestion, annotator) counts.
+    """
+    if suggestion.id is None:
+        raise ValueError("the suggestion must be a stored label")
+    with write(db):
+        db.execute(
+            "INSERT INTO suggestion_decisions (label_id, trajectory_id, mode_id, annotator, decision,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [suggestion.id, suggestion.trajectory_id, suggestion.mode_id, annotator, decision or WITHDRAWN,
+             utcnow().isoformat()],
+        )
+
+
 def decide_suggestion(
     db: Database, suggestion: Label, annotator: str, decision: Decision, *, taxonomy_hash: str | None = None
 ) -> int | None:
@@ -223,14 +243,8 @@ def decide_suggestion(
     Accepting also writes the annotator's own label (provenance "accepted", ``run_id`` = the
     suggestion's run) in the same transaction; returns that label's id.
     """
-    if suggestion.id is None:
-        raise ValueError("the suggestion must be a stored label")
     with write(db):
-        db.execute(
-            "INSERT INTO suggestion_decisions (label_id, trajectory_id, mode_id, annotator, decision,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [suggestion.id, suggestion.trajectory_id, suggestion.mode_id, annotator, decision, utcnow().isoformat()],
-        )
+        record_decision(db, suggestion, annotator, decision)
         if decision != "accepted":
             return None
         return add_label(
@@ -252,10 +266,12 @@ def decide_suggestion(
 
 
 def suggestion_decisions(db: Database, trajectory_id: str, annotator: str) -> dict[int, tuple[Decision, datetime]]:
-    """The latest decision of ``annotator`` on each suggestion (by label id) of a trajectory."""
+    """The standing decision of ``annotator`` on each suggestion (by label id) of a trajectory;
+    a suggestion whose newest decision was withdrawn is left out (undecided)."""
     rows = db.execute(
         "SELECT label_id, decision, created_at FROM suggestion_decisions WHERE trajectory_id = ?"
         " AND annotator = ? ORDER BY id",
         [trajectory_id, annotator],
     ).fetchall()
-    return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
+    latest = {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
+    return {label_id: d for label_id, d in latest.items() if d[0] != WITHDRAWN}

@@ -218,6 +218,50 @@ def _m002_prelabel(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="003_tui")
+def _m003_tui(db: Database) -> None:
+    """Step heads: each step's list line (agent, kind, tool, first 240 characters), its length,
+    and for contents over 10,000 characters their first 10,000.
+
+    SQLite reads a TEXT value whole even for ``substr`` or ``length``, so listing the steps of a
+    trajectory with multi-megabyte tool outputs read megabytes per window of the step list, and
+    showing the start of such a step read all of it. This table, kept in step with ``steps`` by
+    triggers, lets the annotation app draw any window of a 10,000-step trajectory and open any
+    step without touching long contents.
+    """
+    db.execute(
+        """
+        CREATE TABLE step_heads (
+            trajectory_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            agent TEXT,
+            kind TEXT NOT NULL,
+            tool_name TEXT,
+            preview TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            head TEXT,
+            PRIMARY KEY (trajectory_id, idx)
+        ) WITHOUT ROWID"""
+    )
+    columns = "trajectory_id, idx, agent, kind, tool_name, preview, length, head"
+    values = (
+        "{p}trajectory_id, {p}idx, {p}agent, {p}kind, {p}tool_name, substr({p}content, 1, 240), length({p}content),"
+        " CASE WHEN length({p}content) > 10000 THEN substr({p}content, 1, 10000) END"
+    )
+    copy = f"INSERT OR REPLACE INTO step_heads ({columns}) VALUES ({values.format(p='new.')});"
+    db.execute(f"CREATE TRIGGER step_heads_insert AFTER INSERT ON steps BEGIN {copy} END")
+    db.execute(
+        "CREATE TRIGGER step_heads_update AFTER UPDATE ON steps BEGIN"
+        " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx;"
+        f" {copy} END"
+    )
+    db.execute(
+        "CREATE TRIGGER step_heads_delete AFTER DELETE ON steps BEGIN"
+        " DELETE FROM step_heads WHERE trajectory_id = old.trajectory_id AND idx = old.idx; END"
+    )
+    db.execute(f"INSERT INTO step_heads ({columns}) SELECT {values.format(p='')} FROM steps")
+
+
 @MIGRATIONS(name="004_report")
 def _m004_report(db: Database) -> None:
     """Reports read every current label of a source in trajectory order.

@@ -18,7 +18,8 @@ from annotator.store.db import write
 
 SaveResult = Literal["imported", "updated", "unchanged"]
 
-#: Characters of a step's content a preview row carries (the step list shows one line).
+#: Characters of a step's content a preview row carries (the step list shows one line);
+#: ``step_heads`` stores this many (migration 003_tui).
 PREVIEW_CHARS = 240
 
 #: zlib level for the raw originals: level 1 is several times faster than the default and
@@ -375,11 +376,11 @@ def count_steps(db: Database, traj_id: str) -> int:
 
 
 def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) -> list[StepPreview]:
-    """One-line previews of a window of steps, reading only the first characters of each."""
+    """One-line previews of a window of steps, from ``step_heads`` (never the step contents)."""
     rows = db.execute(
-        "SELECT idx, agent, kind, tool_name, substr(content, 1, ?), length(content) FROM steps"
+        "SELECT idx, agent, kind, tool_name, preview, length FROM step_heads"
         " WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-        [PREVIEW_CHARS, traj_id, start, limit],
+        [traj_id, start, limit],
     ).fetchall()
     return [
         StepPreview(index=r[0], agent=r[1], kind=r[2], tool_name=r[3], preview=r[4], length=r[5])

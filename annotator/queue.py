@@ -1,0 +1,72 @@
+"""The annotation queue: which trajectories an annotator has to do, how far they are, what is next.
+
+Pure reads over the store, shared by the TUI's queue screen and anything else that needs the
+same view (filters by system, model, review status and full-text search; progress; the next
+unfinished trajectory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from annotator.models import ReviewStatus
+from annotator.store import review, suggestions
+from annotator.store.trajectories import TrajectoryFilter, TrajectorySummary, list_trajectories
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One trajectory as the queue lists it for one annotator."""
+
+    summary: TrajectorySummary
+    status: ReviewStatus
+    pending_suggestions: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    in_progress: int
+    total: int
+
+
+def queue(
+    db: Database,
+    annotator: str,
+    *,
+    system: str | None = None,
+    model: str | None = None,
+    status: ReviewStatus | None = None,
+    search: str | None = None,
+) -> list[QueueRow]:
+    """The trajectories matching the filters, with this annotator's status and waiting suggestions."""
+    flt = TrajectoryFilter(
+        system=system, model=model, search=search or None, review_status=status, annotator=annotator
+    )
+    states = {s.trajectory_id: s.status for s in review.review_states(db, annotator)}
+    pending = suggestions.pending_counts(db, annotator)
+    return [
+        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0))
+        for t in list_trajectories(db, flt)
+    ]
+
+
+def progress(db: Database, annotator: str) -> Progress:
+    """Overall progress of the annotator over every trajectory in the database."""
+    states = [s.status for s in review.review_states(db, annotator)]
+    total = len(list_trajectories(db))
+    return Progress(states.count("done"), states.count("in_progress"), total)
+
+
+def next_unfinished(rows: list[QueueRow], after: str | None = None) -> QueueRow | None:
+    """The first row not done, searching forward from the row ``after`` (wrapping around)."""
+    if not rows:
+        return None
+    ids = [r.summary.id for r in rows]
+    start = ids.index(after) + 1 if after in ids else 0
+    for row in rows[start:] + rows[:start]:
+        if row.status != "done":
+            return row
+    return None

@@ -1,0 +1,34 @@
+"""The head of one step: what a viewer shows first, without reading a multi-megabyte content whole.
+
+The annotation app moves between steps many times a minute; a tool output can be megabytes.
+This reads the first ``HEAD_CHARS`` characters of the content (kept in ``step_heads`` for long
+contents), no raw source record, and the full length; the whole step is still ``get_step``.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from annotator.errors import NotFound
+from annotator.models import Step
+from annotator.store.trajectories import _STEP_COLS, _step
+
+#: Characters of a long content that ``step_heads.head`` keeps (migration 003_tui).
+HEAD_CHARS = 10_000
+
+# coalesce() stops at the stored head, so a long content is never read.
+_HEAD_COLS = ", ".join(
+    f"s.{c}" if c != "content" else "coalesce(h.head, s.content)" for c in _STEP_COLS.replace(" ", "").split(",")[:-1]
+) + ", NULL"
+
+
+def get_step_head(db: Database, traj_id: str, index: int) -> tuple[Step, int]:
+    """Step ``index`` with its content cut to ``HEAD_CHARS`` characters and no raw record; and the full length."""
+    row = db.execute(
+        f"SELECT {_HEAD_COLS}, h.length FROM steps s JOIN step_heads h USING (trajectory_id, idx)"
+        " WHERE s.trajectory_id = ? AND s.idx = ?",
+        [traj_id, index],
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"trajectory {traj_id!r} has no step {index}")
+    return _step(row[:-1]), row[-1]

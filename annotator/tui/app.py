@@ -1,0 +1,81 @@
+"""The annotation app and its factory, ``make_app``, which the CLI, the tests and the benchmark use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+
+from annotator.annotation import AnnotationSession, default_annotator
+from annotator.store import open_db
+from annotator.tui.keys import check_hotkeys
+from annotator.tui.screens.queue import QueueScreen
+from annotator.tui.screens.replay import ReplayScreen
+from taxonomy import Taxonomy, load_taxonomy
+
+
+class AnnotatorApp(App[None]):
+    """Queue → replay → (compare, help, modals), for one annotator on one database."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "mast annotate"
+
+    def __init__(self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy) -> None:
+        super().__init__()
+        check_hotkeys(taxonomy)
+        self.db = open_db(db_path)
+        self.annotator = annotator
+        self.blind = blind
+        self.taxonomy = taxonomy
+        self.queue_ids: list[str] = []
+        self.last_opened: str | None = None
+        """The trajectory opened last, where the queue puts its cursor when shown again."""
+        self.replay_positions: dict[str, tuple[bool, int]] = {}
+        """Per trajectory left in this run of the app: (review mode?, furthest step revealed)."""
+        self._sessions: dict[str, AnnotationSession] = {}
+
+    def on_mount(self) -> None:
+        self.push_screen(QueueScreen())
+
+    def session(self, trajectory_id: str) -> AnnotationSession:
+        """The annotation session of a trajectory; kept, so undo still works after coming back."""
+        if trajectory_id not in self._sessions:
+            self._sessions[trajectory_id] = AnnotationSession(self.db, trajectory_id, self.annotator, self.taxonomy)
+        return self._sessions[trajectory_id]
+
+    def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
+        self.last_opened = trajectory_id
+        screen = ReplayScreen(self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id))
+        self.push_screen(screen)
+        return screen
+
+    def step_trajectory(self, current: str, delta: int) -> None:
+        """Replace the replay screen by the next (or previous) trajectory of the queue."""
+        if current not in self.queue_ids:
+            return
+        position = self.queue_ids.index(current) + delta
+        if not 0 <= position < len(self.queue_ids):
+            self.notify("no more trajectories in the queue")
+            return
+        self.session(current).close()
+        self.last_opened = self.queue_ids[position]
+        target = self.queue_ids[position]
+        self.switch_screen(ReplayScreen(self.session(target), blind=self.blind, position=self.replay_positions.get(target)))
+
+    def on_unmount(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        self.db.close()
+
+
+def make_app(
+    db_path: str | Path,
+    annotator: str | None = None,
+    *,
+    blind: bool = False,
+    taxonomy: Taxonomy | None = None,
+) -> AnnotatorApp:
+    """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: env / OS user)."""
+    return AnnotatorApp(
+        db_path, annotator or default_annotator(), blind=blind, taxonomy=taxonomy or load_taxonomy()
+    )

@@ -1,0 +1,147 @@
+"""The queue screen: what the annotator has to do, filtered, searched, with overall progress.
+
+Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one. The outcome
+column is left out in blind mode, and so are waiting suggestions. The columns fit 120 cells.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from annotator import queue as work
+from annotator.store.trajectories import distinct_values
+from annotator.tui.widgets.text import line
+
+STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
+
+
+class QueueScreen(Screen[None]):
+    BINDINGS = [
+        Binding("n", "next_unfinished", "next unfinished"),
+        Binding("j", "row(1)", "down", show=False),
+        Binding("k", "row(-1)", "up", show=False),
+        Binding("g", "row(-1_000_000)", "first", show=False),
+        Binding("G", "row(1_000_000)", "last", show=False),
+        Binding("slash", "focus_search", "search", key_display="/"),
+        Binding("escape", "focus_table", "list", show=False),
+        Binding("question_mark", "help", "help", key_display="?"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[work.QueueRow] = []
+
+    def compose(self) -> ComposeResult:
+        db = self.app.db
+        yield Static(id="queue-header")
+        with Horizontal(id="queue-filters"):
+            yield Input(placeholder="/ full-text search in steps", id="search")
+            yield Select([(v, v) for v in distinct_values(db, "system")], prompt="system", id="system")
+            yield Select([(v, v) for v in distinct_values(db, "model")], prompt="model", id="model")
+            yield Select(
+                [("not started", "not_started"), ("in progress", "in_progress"), ("done", "done")],
+                prompt="status",
+                id="status",
+            )
+        yield DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        columns = ["title", "system", "model", "steps", "status"]
+        if not self.app.blind:
+            columns[4:4] = ["outcome"]
+            columns.append("suggested")
+        table.add_columns(*columns)
+        self.reload()
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+
+    def _filter(self, widget_id: str) -> str | None:
+        value = self.query_one(f"#{widget_id}", Select).value
+        return None if value is Select.NULL else str(value)
+
+    def reload(self) -> None:
+        app = self.app
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        self.rows = work.queue(
+            app.db,
+            app.annotator,
+            system=self._filter("system"),
+            model=self._filter("model"),
+            status=self._filter("status"),
+            search=self.query_one("#search", Input).value.strip() or None,
+        )
+        app.queue_ids = [r.summary.id for r in self.rows]
+        table.clear()
+        for r in self.rows:
+            s = r.summary
+            # Formats that name no system (a chat log, a span export) show their format instead.
+            system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
+            cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
+            if not app.blind:
+                cells.append(Text(s.outcome))
+            cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
+            if not app.blind:
+                cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
+            table.add_row(*cells, key=s.id)
+        if self.rows:
+            ids = app.queue_ids
+            row = ids.index(app.last_opened) if app.last_opened in ids else min(keep, len(self.rows) - 1)
+            table.move_cursor(row=row)
+        self._header()
+
+    def _header(self) -> None:
+        p = work.progress(self.app.db, self.app.annotator)
+        out = Text()
+        out.append("Queue of ", style="bold")
+        out.append_text(line(self.app.annotator, 30, "bold #5fafff"))
+        out.append(f"   {p.done}/{p.total} done, {p.in_progress} in progress", style="bold")
+        if p.total:
+            out.append(f" ({100 * p.done / p.total:.0f}%)")
+        out.append(f"   showing {len(self.rows)}", style="grey62")
+        if not p.total:
+            out.append("   nothing to annotate yet: mast import PATH, or mast annotate PATH", style="bold #ffd75f")
+        if self.app.blind:
+            out.append("   [BLIND]", style="bold #ff8787")
+        self.query_one("#queue-header", Static).update(out)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.reload()
+        self.query_one(DataTable).focus()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.reload()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.app.open_trajectory(self.rows[event.cursor_row].summary.id)
+
+    def action_next_unfinished(self) -> None:
+        row = work.next_unfinished(self.rows)
+        if row is None:
+            self.notify("every trajectory in this list is done")
+            return
+        self.app.open_trajectory(row.summary.id)
+
+    def action_row(self, delta: int) -> None:
+        table = self.query_one(DataTable)
+        table.move_cursor(row=max(0, min(table.cursor_row + delta, table.row_count - 1)))
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_help(self) -> None:
+        from annotator.tui.screens.modals import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.app.taxonomy))

@@ -1,0 +1,1 @@
+"""Widgets of the annotation app: the step list, the step view and the taxonomy panel."""

@@ -1,0 +1,93 @@
+"""The app in real processes: killed mid-session it loses nothing; two at once lose no write."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from annotator.importers.service import import_paths
+from annotator.store import labels, open_db
+
+HERE = Path(__file__).resolve().parent
+MAST = Path(sys.executable).with_name("mast")
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux("capture-pane", "-p", "-t", session)
+        if text in screen:
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
+    session = f"mast-kill-{os.getpid()}"
+    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
+          f"exec {MAST} --db {tui_db} annotate --annotator alice")
+    try:
+        _wait_for(session, "Queue of alice")
+        _tmux("send-keys", "-t", session, "Enter")
+        _wait_for(session, "[REPLAY]")
+        for key in ("R", "j", "j", "3", "j", "e", "N"):
+            _tmux("send-keys", "-t", session, key)
+        _wait_for(session, "Note on FM-2.3")
+        _tmux("send-keys", "-t", session, "-l", "keeps drifting")
+        _tmux("send-keys", "-t", session, "Enter")
+        _wait_for(session, "note on FM-2.3 saved")
+        pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    db = open_db(tui_db)
+    current = {lab.mode_id: lab for lab in labels.current_labels(db, "t1", "alice")}
+    assert current["FM-1.3"].onset_step == 2
+    assert (current["FM-2.3"].onset_step, current["FM-2.3"].note) == (3, "keeps drifting")
+
+
+def test_two_annotators_in_two_processes_lose_no_write(tui_db):
+    keys = ["R"] + [k for step in range(11) for k in ("1", "q", "a", "j")]
+    procs = [
+        subprocess.Popen([sys.executable, str(HERE / "drive_app.py"), str(tui_db), name, *keys],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in ("alice", "carol")
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, out + err
+        assert "locked" not in err
+    db = open_db(tui_db)
+    for name in ("alice", "carol"):
+        rows = [r for r in labels.history(db, "t1", name)]
+        assert len(rows) == 33, "every toggle of both processes is stored"
+        current = {lab.mode_id: lab.onset_step for lab in labels.current_labels(db, "t1", name)}
+        assert current == {"FM-1.1": 10, "FM-2.1": 10, "FM-3.1": 10}
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_annotate_imports_the_paths_given_then_opens_on_them(tmp_path):
+    samples = HERE.parents[1] / "trajectories"
+    reference = open_db(tmp_path / "reference.db")
+    expected = import_paths(reference, [samples]).total("imported")
+    session = f"mast-import-{os.getpid()}"
+    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
+          f"exec {MAST} --db {tmp_path / 'fresh.db'} annotate {samples} --annotator alice")
+    try:
+        _wait_for(session, f"Queue of alice   0/{expected} done")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert expected >= 10
