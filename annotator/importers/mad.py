@@ -32,7 +32,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
-from annotator.importers.textlog import split_evaluation, split_log
+from annotator.importers.log_splitters import split_evaluation, split_log
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
 LLM_ANNOTATOR = "mad-llm"

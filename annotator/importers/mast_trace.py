@@ -16,7 +16,7 @@ from annotator.importers.base import ImportedRecord, Importer, ImportOptions, fi
 from annotator.importers.detect import Head
 from annotator.importers.mad import outcome_of, trace_steps
 from annotator.importers.reading import load_json, require
-from annotator.importers.textlog import guess_system
+from annotator.importers.log_splitters import guess_system
 from annotator.models import HIDDEN, Trajectory
 
 #: Keys of other formats that also carry a ``trajectory`` (SWE-agent ``.traj``).

@@ -1,7 +1,7 @@
 """Plain-text agent logs (``.log``/``.txt``): the catch-all for runs that left only a console log.
 
 The system is the ``--system`` override, else the one whose markers the log carries
-(:func:`~annotator.importers.textlog.guess_system`); its splitter cuts the text into steps,
+(:func:`~annotator.importers.log_splitters.guess_system`); its splitter cuts the text into steps,
 else blank-line blocks do. A trailing evaluation block (``{"success": ...}``) gives the
 outcome and is kept out of the steps. The whole text is kept as the raw original.
 """
@@ -15,7 +15,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
 from annotator.importers.detect import Head, decode_utf8
 from annotator.importers.mad import outcome_of
-from annotator.importers.textlog import guess_system, split_evaluation, split_log
+from annotator.importers.log_splitters import guess_system, split_evaluation, split_log
 from annotator.models import HIDDEN, Trajectory
 
 

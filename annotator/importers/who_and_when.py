@@ -27,7 +27,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json, require
-from annotator.importers.textlog import parse_speaker
+from annotator.importers.log_splitters import parse_speaker
 from annotator.models import HIDDEN, Attribution, Step, Trajectory
 
 ANNOTATOR = "who-and-when"

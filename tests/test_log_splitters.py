@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from annotator.importers.textlog import guess_system, known_systems, parse_speaker, split_evaluation, split_log
+from annotator.importers.log_splitters import guess_system, known_systems, parse_speaker, split_evaluation, split_log
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
