@@ -19,8 +19,8 @@ from annotator.errors import ReportError
 from annotator.report import agreement as ag
 from annotator.report import bootstrap
 from annotator.report.document import header
-from annotator.report.gwet import ac1_many_raters
 from annotator.report.frame import Filters, Frame, build
+from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
 from taxonomy import Taxonomy
 
@@ -127,19 +127,19 @@ def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[di
         p_sum = ((unit_ones**2 + (m - unit_ones) ** 2 - m) / (m * (m - 1))).sum()
         p_bar = p_sum / unit_full if unit_full else np.nan
         kappas = [p["kappa"] for p in rows if p["kappa"] is not None]
+        if m >= 3:
+            ac1 = (num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), *_ci(g_reps, j))
+        else:
+            ac1 = (rows[0]["ac1"], rows[0]["ac1_ci_low"], rows[0]["ac1_ci_high"])
         rec = {
             "mode": label, "units": int(unit_full), "positives": int(positives[j]),
             "prevalence": num(present_cells / decided_cells) if decided_cells else None,
             "p_o": num(p_bar), "pa": _pooled(rows, "pa"), "na": _pooled(rows, "na"),
             "mean_pairwise_kappa": num(np.mean(kappas)) if estimable and kappas else None,
-            "ac1": rows[0]["ac1"], "ac1_ci_low": rows[0]["ac1_ci_low"], "ac1_ci_high": rows[0]["ac1_ci_high"],
+            "ac1": ac1[0], "ac1_ci_low": ac1[1], "ac1_ci_high": ac1[2],
             "fleiss_kappa": None, "fleiss_ci_low": None, "fleiss_ci_high": None,
             "alpha": None, "alpha_ci_low": None, "alpha_ci_high": None, "estimable": estimable,
         }
-        if m >= 3:
-            glo, ghi = _ci(g_reps, j)
-            rec.update({"ac1": num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), "ac1_ci_low": glo,
-                        "ac1_ci_high": ghi})
         if m >= 3 and estimable:
             flo, fhi = _ci(f_reps, j)
             alo, ahi = _ci(a_reps, j)
