@@ -8,6 +8,11 @@ intervals with 1,000 replicates and both logistic regressions, rendered to JSON 
 trajectory listed) and the agreement of the three sources with alice as reference (1,000
 replicates). Targets: ≤ 10 s and ≤ 1 GB peak RSS each on a 2-core machine. The machine may be
 shared, so CPU time and the load average are printed beside the wall time.
+
+Then the round trip of a label export: ``export`` writes the JSONL of two sources over one
+system (20,224 trajectories, 566,272 rows), ``import`` reads it into a new database (one stub
+per trajectory) and ``reimport`` reads it again into the same one, which must change nothing.
+Target for the import: within about twice the export's time, peak RSS bounded (streamed).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import numpy as np
 N_TRAJECTORIES = 100_000
 DATA = Path(__file__).resolve().parent / ".data"
 DB_PATH = DATA / "report_100k.db"
+EXPORT_PATH = DATA / "export_ag2.jsonl"
+IMPORT_DB = DATA / "import_ag2.db"
 SOURCES = ("alice", "run:1", "dataset")
 SYSTEMS = np.array(["AG2", "ChatDev", "MetaGPT", "Magentic-One", "OpenManus"])
 MODELS = np.array(["gpt-4o", "claude-3.7-sonnet", "qwen2.5-coder-32b", "gpt-oss-120b"])
@@ -79,6 +86,42 @@ def generate(path: Path) -> None:
     db.close()
 
 
+def round_trip(which: str) -> None:
+    """Time one step of the export/import round trip in this process and print its figures."""
+    from annotator.importers.service import import_paths
+    from annotator.report.export import write
+    from annotator.report.frame import Filters
+    from annotator.store import open_db
+    from taxonomy import load_taxonomy
+
+    if which == "export":
+        db = open_db(DB_PATH)
+    else:
+        if which == "import":
+            for old in DATA.glob(IMPORT_DB.name + "*"):
+                old.unlink()
+        db = open_db(IMPORT_DB)
+    start, cpu_start = time.perf_counter(), _cpu()
+    if which == "export":
+        with EXPORT_PATH.open("w", encoding="utf-8") as fh:
+            write(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, Filters(system="AG2"))
+        with EXPORT_PATH.open("rb") as fh:
+            detail = f"{sum(1 for _ in fh):,} rows, {EXPORT_PATH.stat().st_size / 1e6:.0f} MB"
+    else:
+        f = import_paths(db, [EXPORT_PATH]).files[0]
+        if f.error:
+            raise SystemExit(f.error)
+        detail = f"{f.imported:,} imported, {f.unchanged:,} unchanged, {f.labels:,} labels written"
+    _report(which, start, cpu_start, detail)
+
+
+def _report(which: str, start: float, cpu_start: float, detail: str) -> None:
+    elapsed, cpu = time.perf_counter() - start, _cpu() - cpu_start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{which:<10} {elapsed:6.2f} s wall  {cpu:6.2f} s CPU  peak RSS {peak_mb:5.0f} MB  "
+          f"load {os.getloadavg()[0]:.1f}  {detail}", flush=True)
+
+
 def child(which: str) -> None:
     """Time one task in this process and print its figures."""
     from annotator.report import render_json
@@ -100,12 +143,8 @@ def child(which: str) -> None:
         human = ceiling["human_kappa_na"] or f"human κ {ceiling['human_kappa']:.3f}"
         detail = f"pooled Fleiss κ {pooled['fleiss_kappa']:.3f}, α {pooled['alpha']:.3f}, AC1 {pooled['ac1']:.3f}; {human}"
     text = render_json.render(doc)
-    elapsed, cpu = time.perf_counter() - start, _cpu() - cpu_start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     counted = doc.header["counts"]["trajectories_counted"]
-    load = os.getloadavg()[0]
-    print(f"{which:<10} {elapsed:6.2f} s wall  {cpu:6.2f} s CPU  peak RSS {peak_mb:5.0f} MB  load {load:.1f}  "
-          f"{counted:,} trajectories, {len(text) / 1e6:.1f} MB JSON; {detail}", flush=True)
+    _report(which, start, cpu_start, f"{counted:,} trajectories, {len(text) / 1e6:.1f} MB JSON; {detail}")
 
 
 def _cpu() -> float:
@@ -125,7 +164,7 @@ def main() -> int:
         generate(partial)
         partial.rename(DB_PATH)
         print(f"generated in {time.perf_counter() - start:.0f} s", flush=True)
-    for which in ("report", "agreement"):
+    for which in sys.argv[1:] or ("report", "agreement", "export", "import", "reimport"):
         code = subprocess.call([sys.executable, "-m", "benchmarks.bench_report", "--child", which])
         if code:
             return code
@@ -134,6 +173,6 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child(sys.argv[2])
+        (round_trip if sys.argv[2] in ("export", "import", "reimport") else child)(sys.argv[2])
         sys.exit(0)
     sys.exit(main())

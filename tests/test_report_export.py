@@ -9,13 +9,15 @@ import orjson
 import pytest
 from report_data import MODES, add_trajectory, known_prevalence_db, label_all
 
-from annotator.errors import ReportError
+from annotator.errors import NotFound, ReportError
 from annotator.importers.service import import_paths
 from annotator.models import Label
 from annotator.report import export
 from annotator.report.document import build_report
 from annotator.store import open_db
 from annotator.store.labels import add_labels, current_labels
+from annotator.store.step_heads import get_step_head
+from annotator.store.trajectories import PLACEHOLDER, get_step, get_steps, step_previews
 from taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
@@ -61,16 +63,59 @@ def test_jsonl_export_round_trip_restores_labels_and_report(labelled, tmp_path):
     fresh.close()
 
 
-def test_stub_is_replaced_by_the_real_trajectory_and_keeps_its_labels(labelled, tmp_path):
+def test_stub_shows_placeholder_steps_and_is_replaced_by_the_real_trajectory_keeping_its_labels(labelled, tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_text(export.render(labelled, "jsonl", ["judge"], TAX), encoding="utf-8")
     fresh = open_db(tmp_path / "fresh.db")
     import_paths(fresh, [path])
     stub = fresh["trajectories"].get("f01")
     assert orjson.loads(stub["metadata"]) == {"label_export_stub": True} and stub["n_steps"] == 10
+    # One placeholder per original step, none of them stored.
+    assert fresh.execute("SELECT count(*) FROM steps").fetchone()[0] == 0
+    steps = get_steps(fresh, "f01")
+    assert [s.index for s in steps] == list(range(10)) and {s.content for s in steps} == {PLACEHOLDER}
+    assert [s.index for s in get_steps(fresh, "f01", start=8, limit=5)] == [8, 9]
+    assert [p.index for p in step_previews(fresh, "f01", 3, 4)] == [3, 4, 5, 6]
+    assert get_step(fresh, "f01", 9).content == PLACEHOLDER
+    assert get_step_head(fresh, "f01", 0)[1] == len(PLACEHOLDER)
+    with pytest.raises(NotFound):
+        get_step(fresh, "f01", 10)
     add_trajectory(fresh, "f01", steps=10)
     assert orjson.loads(fresh["trajectories"].get("f01")["metadata"]) == {}
     assert _current(fresh, ("judge",)) == _current(labelled, ("judge",))
+    assert [s.content for s in get_steps(fresh, "f01")] == [f"step {i}" for i in range(10)]
+    fresh.close()
+
+
+def test_bad_line_fails_the_whole_export_file_naming_the_line(labelled, tmp_path):
+    good = export.render(labelled, "jsonl", ["alice", "judge"], TAX)
+    n = good.count("\n")
+    last = orjson.loads(good.splitlines()[-1])
+    for bad, reason in ((b"{not json", "malformed JSON line"),
+                        (orjson.dumps({**last, "verdict": "maybe"}), "invalid verdict"),
+                        (orjson.dumps({k: v for k, v in last.items() if k != "mode_id"}), "missing required key(s): mode_id"),
+                        (orjson.dumps({**last, "format": "other"}), "not a mast label export row")):
+        path = tmp_path / "labels.jsonl"
+        path.write_bytes(good.encode() + bad + b"\n")
+        fresh = open_db(tmp_path / "fresh.db")
+        result = import_paths(fresh, [path]).files[0]
+        assert result.error.startswith(f"{path}:line {n + 1}") and reason in result.error, result.error
+        assert (result.imported, result.labels) == (0, 0)
+        assert fresh.execute("SELECT (SELECT count(*) FROM trajectories) + (SELECT count(*) FROM labels)").fetchone() == (0,)
+        fresh.close()
+
+
+def test_trajectory_listed_twice_is_one_stub_and_its_later_rows_win(labelled, tmp_path):
+    rows = [orjson.loads(line) for line in export.render(labelled, "jsonl", ["judge"], TAX).splitlines()]
+    f01 = [r for r in rows if r["trajectory_id"] == "f01"]
+    changed = {**f01[0], "verdict": "absent" if f01[0]["verdict"] == "present" else "present"}
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [*rows, *f01[1:], changed]))
+    fresh = open_db(tmp_path / "fresh.db")
+    result = import_paths(fresh, [path]).files[0]
+    assert (result.imported, result.unchanged, result.labels) == (4, 1, len(rows) + 1)
+    now = {lab.mode_id: lab.verdict for lab in current_labels(fresh, "f01", "judge")}
+    assert now[changed["mode_id"]] == changed["verdict"]
     fresh.close()
 
 

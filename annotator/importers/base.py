@@ -53,6 +53,8 @@ class ImportedRecord:
     #: The trajectory is only a placeholder for its labels (a label export): it is saved only
     #: when its id is new, and its labels are merged whether or not it was.
     stub: bool = False
+    #: A stub's number of steps in the original (a stub stores no steps).
+    stub_steps: int = 0
 
 
 class Importer:
@@ -194,6 +196,11 @@ def record_values(path: Path, where: str | None = None) -> Iterator[None]:
     try:
         yield
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "value"
-        raise ImportFailure(str(path), f"invalid {loc}: {first['msg']}", where=where) from exc
+        raise invalid_value(path, exc, where) from exc
+
+
+def invalid_value(path: Path, exc: ValidationError, where: str | None = None) -> ImportFailure:
+    """The ImportFailure naming the first field a model validation refused."""
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "value"
+    return ImportFailure(str(path), f"invalid {loc}: {first['msg']}", where=where)

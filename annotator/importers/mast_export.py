@@ -3,9 +3,10 @@
 Every line is one verdict of one source on one mode of one trajectory, tagged
 ``"format": "mast-labels"`` (that tag is what detection looks for, so no other format can be
 mistaken for it). The trajectories themselves are not in an export: each becomes a stub with
-the exported id, system, model, benchmark, outcome and title, and as many placeholder steps as
-the original had (so onsets keep their place). A stub never replaces a trajectory already in
-the database, and importing the real trajectory later replaces the stub and keeps the labels.
+the exported id, system, model, benchmark, outcome and title, and the original's number of
+steps (so onsets keep their place; the store shows placeholder steps for it). A stub never
+replaces a trajectory already in the database, and importing the real trajectory later
+replaces the stub and keeps the labels. Stubs carry no steps, so no content hash is computed.
 """
 
 from __future__ import annotations
@@ -14,35 +15,44 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register
+from pydantic import ValidationError
+
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value, register
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
-from annotator.models import Label, Step, Trajectory
+from annotator.models import Label, Trajectory
+from annotator.store.trajectories import STUB_HASH
 
 FORMAT_TAG = "mast-labels"
-#: Content hash of a stub: never equal to a real trajectory's, so the real import replaces it.
-STUB_HASH = "label-export-stub"
-PLACEHOLDER = "(step not included in the label export)"
 
 _REQUIRED = ("trajectory_id", "source", "mode_id", "verdict", "provenance")
+_REQUIRED_KEYS = frozenset(_REQUIRED)
 _LABEL_FIELDS = ("onset_step", "evidence_steps", "quote", "note", "rationale", "confidence", "run_id", "grounded",
                  "taxonomy_hash", "extra", "created_at")
 
 
-def _stub(row: dict, path: Path) -> Trajectory:
-    n_steps = int(row.get("n_steps") or 0)
-    return Trajectory(
+def _stub(row: dict, path: Path, opts: ImportOptions) -> ImportedRecord:
+    """The stub of the row's trajectory, with the user's --system/--model/--benchmark applied."""
+    given = {k: getattr(opts, k) if getattr(opts, k) is not None else row.get(k) for k in ("system", "model", "benchmark")}
+    traj = Trajectory(
         id=row["trajectory_id"], source_format=MastExport.name, source_path=str(path), title=row.get("title"),
-        system=row.get("system"), model=row.get("model"), benchmark=row.get("benchmark"),
-        outcome=row.get("outcome") or "unknown", metadata={"label_export_stub": True},
-        steps=[Step(index=i, kind="event", content=PLACEHOLDER) for i in range(n_steps)],
+        outcome=row.get("outcome") or "unknown", metadata={"label_export_stub": True}, content_hash=STUB_HASH,
+        **given,
     )
+    return ImportedRecord(trajectory=traj, stub=True, stub_steps=int(row.get("n_steps") or 0))
 
 
 def _label(row: dict) -> Label:
-    values = {k: row[k] for k in _LABEL_FIELDS if row.get(k) is not None}
+    values = {k: v for k in _LABEL_FIELDS if (v := row.get(k)) is not None}
     return Label(trajectory_id=row["trajectory_id"], mode_id=row["mode_id"], annotator=row["source"],
                  verdict=row["verdict"], provenance=row["provenance"], **values)
+
+
+def _reject(path: Path, row: object, lineno: int) -> None:
+    """Raise the ImportFailure that says why ``row`` is not a label export row."""
+    where = f"line {lineno}"
+    row = require(path, row, _REQUIRED, where)
+    raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
 
 
 @register
@@ -61,23 +71,18 @@ class MastExport(Importer):
         trajectory's rows together), so memory holds one trajectory at a time."""
         skipped: list[int] = []
         opts.extra["skipped_lines"] = skipped
-        current: tuple[Trajectory, list[Label]] | None = None
+        current: ImportedRecord | None = None
         for lineno, row in iter_jsonl(path, opts, skipped):
-            where = f"line {lineno}"
-            row = require(path, row, _REQUIRED, where)
-            if row.get("format") != FORMAT_TAG:
-                raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
-            with record_values(path, where):
-                if current is None or current[0].id != row["trajectory_id"]:
-                    if current is not None:
-                        yield _record(*current, opts)
-                    current = (_stub(row, path), [])
-                current[1].append(_label(row))
+            # The checks of every row are inlined: a large export has hundreds of thousands.
+            if not isinstance(row, dict) or row.get("format") != FORMAT_TAG or not _REQUIRED_KEYS <= row.keys():
+                _reject(path, row, lineno)
+            try:
+                if current is None or current.trajectory.id != row["trajectory_id"]:
+                    done, current = current, _stub(row, path, opts)
+                    if done is not None:
+                        yield done
+                current.labels.append(_label(row))
+            except ValidationError as exc:
+                raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:
-            yield _record(*current, opts)
-
-
-def _record(traj: Trajectory, labels: list[Label], opts: ImportOptions) -> ImportedRecord:
-    stub = finish(traj, opts)
-    stub.content_hash = STUB_HASH
-    return ImportedRecord(trajectory=stub, labels=labels, stub=True)
+            yield current

@@ -20,7 +20,7 @@ from annotator.store.attributions import save_attribution
 from annotator.store.db import write
 from annotator.store.label_merge import new_or_changed
 from annotator.store.labels import add_labels
-from annotator.store.trajectories import existing_hashes, save_trajectory
+from annotator.store.trajectories import save_stubs, save_trajectory
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -117,6 +117,11 @@ def _wanted(f: Path) -> bool:
     return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
 
 
+#: Labels of stubs gathered before they are written together (a label export's trajectories
+#: carry 14 labels per source each: several hundred trajectories per batch of statements).
+STUB_BATCH_LABELS = 10_000
+
+
 def import_file(
     db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None, walked: bool = False
 ) -> FileResult:
@@ -141,10 +146,18 @@ def import_file(
             importer = detect(path, opts)
         result.format = importer.name
         with write(db), record_values(path):
+            stubs: list[ImportedRecord] = []
+            held = 0  # labels in ``stubs``
             for rec in importer.read(path, opts):
                 if rec.stub:
-                    _merge_stub(db, rec, result)
+                    stubs.append(rec)
+                    held += len(rec.labels)
+                    if held >= STUB_BATCH_LABELS:
+                        _merge_stubs(db, stubs, result)
+                        held = 0
                     continue
+                _merge_stubs(db, stubs, result)
+                held = 0
                 rec.trajectory.content_hash = source_labels_hash(rec)
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
@@ -155,6 +168,7 @@ def import_file(
                     result.labels += len(rec.labels)
                     for att in rec.attributions:
                         save_attribution(db, att)
+            _merge_stubs(db, stubs, result)
             result.skipped_lines = list(opts.extra.get("skipped_lines", []))
     except UnknownFormat as exc:
         if walked:
@@ -173,14 +187,18 @@ def import_file(
     return result
 
 
-def _merge_stub(db: Database, rec: ImportedRecord, result: FileResult) -> None:
-    """Save a placeholder trajectory only if its id is new; add those of its labels not already current."""
-    status = "unchanged" if existing_hashes(db, [rec.trajectory.id]) else save_trajectory(db, rec.trajectory)
-    result.trajectory_ids.append(rec.trajectory.id)
-    setattr(result, status, getattr(result, status) + 1)
-    labels = new_or_changed(db, rec.labels)
+def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult) -> None:
+    """Save the placeholder trajectories whose ids are new; add those of their labels not already
+    current. Many at once (a label export has tens of thousands); ``stubs`` is emptied."""
+    if not stubs:
+        return
+    for rec, status in zip(stubs, save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs]), strict=True):
+        result.trajectory_ids.append(rec.trajectory.id)
+        setattr(result, status, getattr(result, status) + 1)
+    labels = new_or_changed(db, [lab for rec in stubs for lab in rec.labels])
     add_labels(db, labels)
     result.labels += len(labels)
+    stubs.clear()
 
 
 def import_paths(

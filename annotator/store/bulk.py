@@ -23,6 +23,7 @@ from annotator.errors import ReportError
 from annotator.models import SCHEMA_VERSION
 from annotator.store._json import loads
 from annotator.store.db import write
+from annotator.store.labels import make_current
 from annotator.store.trajectories import TrajectoryFilter, _where
 
 
@@ -257,11 +258,7 @@ def insert_label_cells(
             " provenance, taxonomy_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             ((SCHEMA_VERSION, t, m, a, v, o, provenance, taxonomy_hash, stamp) for t, a, m, v, o in rows),
         )
-        db.execute(
-            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
-            " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? ORDER BY id",
-            [start],
-        )
+        make_current(db, start)
 
 
 def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:

@@ -2,30 +2,58 @@
 
 Labels are append-only, so importing the same export twice would stack identical rows; this
 keeps a re-import a no-op by comparing each incoming label with the current one of its cell.
+An export holds hundreds of thousands of labels, so the current ones are read as plain tuples
+for many trajectories per query, never as one model object each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from sqlite_utils import Database
 
 from annotator.models import Label
-from annotator.store.labels import current_labels
+from annotator.store._json import loads
 
 _COMPARED = ("verdict", "onset_step", "evidence_steps", "quote", "note", "rationale", "confidence", "provenance",
              "run_id", "grounded", "taxonomy_hash", "extra")
+_CHUNK = 500
+_compared = attrgetter(*_COMPARED)
+
+Cell = tuple[str, str, str]
+
+
+def _current(db: Database, trajectory_ids: Sequence[str]) -> dict[Cell, tuple]:
+    """The compared fields of the current (not cleared) label of every cell of these trajectories."""
+    out: dict[Cell, tuple] = {}
+    cols = ", ".join(f"l.{f}" for f in _COMPARED)
+    for start in range(0, len(trajectory_ids), _CHUNK):
+        chunk = trajectory_ids[start:start + _CHUNK]
+        rows = db.execute(
+            f"SELECT s.trajectory_id, s.annotator, s.mode_id, {cols} FROM label_state s JOIN labels l"
+            f" ON l.id = s.label_id WHERE l.verdict IS NOT NULL AND s.trajectory_id IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        )
+        for tid, annotator, mode, *v in rows:
+            v[2], v[11] = loads(v[2], []), loads(v[11], {})
+            v[9] = None if v[9] is None else bool(v[9])
+            out[(tid, annotator, mode)] = tuple(v)
+    return out
 
 
 def new_or_changed(db: Database, labels: Sequence[Label]) -> list[Label]:
-    """The labels whose content differs from the current label of their (trajectory, annotator, mode)."""
-    current: dict[tuple[str, str, str], Label] = {}
-    for tid in {lab.trajectory_id for lab in labels}:
-        for lab in current_labels(db, tid):
-            current[(lab.trajectory_id, lab.annotator, lab.mode_id)] = lab
+    """The labels whose content differs from the current label of their (trajectory, annotator, mode).
+
+    Labels are taken in order, each compared with the current one or, when an earlier label of
+    the same cell was taken, with that: the same as merging them one by one.
+    """
+    current: dict[Cell, tuple | Label] = _current(db, list(dict.fromkeys(lab.trajectory_id for lab in labels)))
     out = []
     for lab in labels:
-        now = current.get((lab.trajectory_id, lab.annotator, lab.mode_id))
-        if now is None or any(getattr(now, f) != getattr(lab, f) for f in _COMPARED):
+        key = (lab.trajectory_id, lab.annotator, lab.mode_id)
+        now = current.get(key)
+        if now is None or (now if isinstance(now, tuple) else _compared(now)) != _compared(lab):
             out.append(lab)
+            current[key] = lab  # compared only if the cell comes again
     return out

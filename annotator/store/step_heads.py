@@ -11,7 +11,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import Step
-from annotator.store.trajectories import _STEP_COLS, _step
+from annotator.store.trajectories import _STEP_COLS, PLACEHOLDER, _placeholder_step, _placeholders, _step
 
 #: Characters of a long content that ``step_heads.head`` keeps (migration 003_tui).
 HEAD_CHARS = 10_000
@@ -30,5 +30,7 @@ def get_step_head(db: Database, traj_id: str, index: int) -> tuple[Step, int]:
         [traj_id, index],
     ).fetchone()
     if row is None:
+        if _placeholders(db, traj_id, index, 1):
+            return _placeholder_step(traj_id, index), len(PLACEHOLDER)
         raise NotFound(f"trajectory {traj_id!r} has no step {index}")
     return _step(row[:-1]), row[-1]

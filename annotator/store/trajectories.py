@@ -1,4 +1,10 @@
-"""Trajectories and their steps: saving an import, listing, paging steps and full-text search."""
+"""Trajectories and their steps: saving an import, listing, paging steps and full-text search.
+
+A stub (a trajectory known only from a label export) is stored as its row alone: ``n_steps``
+keeps the original's length, so onsets keep their place, and the step readers below answer
+with placeholder steps instead of storing one row per original step (an export of 20,000
+trajectories would otherwise write two million rows of the same sentence, and their index).
+"""
 
 from __future__ import annotations
 
@@ -95,36 +101,11 @@ def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
             return "unchanged"
         if row is not None:
             _delete_steps(db, traj.id)
-        agents = sorted({s.agent for s in traj.steps if s.agent})
-        values = {
-            "id": traj.id,
-            "schema_version": traj.schema_version,
-            "source_format": traj.source_format,
-            "source_path": traj.source_path,
-            "source_ref": traj.source_ref,
-            "title": traj.title,
-            "system": traj.system,
-            "model": traj.model,
-            "benchmark": traj.benchmark,
-            "task": traj.task,
-            "outcome": traj.outcome,
-            "score": traj.score,
-            "metadata": dumps(traj.metadata),
-            "raw": zlib.compress(traj.raw, RAW_COMPRESSION) if traj.raw is not None else None,
-            "content_hash": traj.content_hash,
-            "imported_at": traj.imported_at.isoformat(),
-            "n_steps": len(traj.steps),
-            "agents": dumps(agents),
-        }
-        cols = ", ".join(values)
-        marks = ", ".join("?" for _ in values)
+        values = _trajectory_values(traj, len(traj.steps))
         # An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the foreign keys
         # would cascade that delete to every label and review of the trajectory.
-        updates = ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
-        db.execute(
-            f"INSERT INTO trajectories ({cols}) VALUES ({marks}) ON CONFLICT (id) DO UPDATE SET {updates}",
-            list(values.values()),
-        )
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _TRAJECTORY_COLS if c != "id")
+        db.execute(f"{_INSERT_TRAJECTORY} ON CONFLICT (id) DO UPDATE SET {updates}", values)
         db.conn.executemany(
             "INSERT INTO steps (trajectory_id, idx, id, agent, role, recipient, kind, content, tool_name,"
             " tool_args, call_id, link, parent, grp, timestamp, tokens_in, tokens_out, attributes, raw)"
@@ -136,6 +117,68 @@ def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
             [traj.id],
         )
     return "updated" if row is not None else "imported"
+
+
+_TRAJECTORY_COLS = (
+    "id", "schema_version", "source_format", "source_path", "source_ref", "title", "system", "model", "benchmark",
+    "task", "outcome", "score", "metadata", "raw", "content_hash", "imported_at", "n_steps", "agents",
+)
+_INSERT_TRAJECTORY = (
+    f"INSERT INTO trajectories ({', '.join(_TRAJECTORY_COLS)}) VALUES ({', '.join('?' for _ in _TRAJECTORY_COLS)})"
+)
+
+
+def _trajectory_values(traj: Trajectory, n_steps: int) -> list:
+    """The trajectories row of ``traj``, in ``_TRAJECTORY_COLS`` order."""
+    return [
+        traj.id, traj.schema_version, traj.source_format, traj.source_path, traj.source_ref, traj.title,
+        traj.system, traj.model, traj.benchmark, traj.task, traj.outcome, traj.score, dumps(traj.metadata),
+        zlib.compress(traj.raw, RAW_COMPRESSION) if traj.raw is not None else None, traj.content_hash,
+        traj.imported_at.isoformat(), n_steps, dumps(sorted({s.agent for s in traj.steps if s.agent})),
+    ]
+
+
+#: Content hash of a stub: never equal to a real trajectory's, so a real import replaces it.
+STUB_HASH = "label-export-stub"
+#: What each placeholder step of a stub says.
+PLACEHOLDER = "(step not included in the label export)"
+
+
+def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[SaveResult]:
+    """Store (trajectory, original number of steps) stubs whose ids are new, in one statement.
+
+    A stub never replaces a stored trajectory (real or stub): those, and repeats of an id in
+    ``stubs``, are "unchanged". The result is one status per stub, in order.
+    """
+    with write(db):
+        known = set(existing_hashes(db, [t.id for t, _ in stubs]))
+        out: list[SaveResult] = []
+        rows = []
+        for traj, n_steps in stubs:
+            if traj.id in known:
+                out.append("unchanged")
+                continue
+            known.add(traj.id)
+            out.append("imported")
+            values = _trajectory_values(traj, n_steps)
+            values[_TRAJECTORY_COLS.index("content_hash")] = STUB_HASH
+            rows.append(values)
+        db.conn.executemany(_INSERT_TRAJECTORY, rows)
+    return out
+
+
+def _placeholders(db: Database, traj_id: str, start: int, limit: int | None) -> range:
+    """Indices of the placeholder steps ``start`` .. ``start + limit`` if ``traj_id`` is a stub, else none."""
+    row = db.execute(
+        "SELECT n_steps FROM trajectories WHERE id = ? AND content_hash = ?", [traj_id, STUB_HASH]
+    ).fetchone()
+    if row is None:
+        return range(0)
+    return range(max(start, 0), row[0] if limit is None else min(row[0], start + limit))
+
+
+def _placeholder_step(traj_id: str, index: int) -> Step:
+    return Step(index=index, id=f"{traj_id}:{index}", kind="event", content=PLACEHOLDER)
 
 
 def _step_row(traj_id: str, s: Step) -> tuple:
@@ -356,6 +399,8 @@ def get_steps(db: Database, traj_id: str, start: int = 0, limit: int | None = No
         f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
         [traj_id, start, -1 if limit is None else limit],
     ).fetchall()
+    if not rows:
+        return [_placeholder_step(traj_id, i) for i in _placeholders(db, traj_id, start, limit)]
     return [_step(r) for r in rows]
 
 
@@ -364,6 +409,8 @@ def get_step(db: Database, traj_id: str, index: int) -> Step:
         f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx = ?", [traj_id, index]
     ).fetchone()
     if row is None:
+        if _placeholders(db, traj_id, index, 1):
+            return _placeholder_step(traj_id, index)
         raise NotFound(f"trajectory {traj_id!r} has no step {index}")
     return _step(row)
 
@@ -382,6 +429,9 @@ def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) 
         " WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
         [traj_id, start, limit],
     ).fetchall()
+    if not rows:
+        return [StepPreview(index=i, kind="event", preview=PLACEHOLDER, length=len(PLACEHOLDER))
+                for i in _placeholders(db, traj_id, start, limit)]
     return [
         StepPreview(index=r[0], agent=r[1], kind=r[2], tool_name=r[3], preview=r[4], length=r[5])
         for r in rows
