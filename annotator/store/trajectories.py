@@ -145,7 +145,7 @@ PLACEHOLDER = "(step not included in the label export)"
 
 
 def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[SaveResult]:
-    """Store (trajectory, original number of steps) stubs whose ids are new, in one statement.
+    """Store (trajectory, original number of steps) stubs whose ids are new, with one executemany.
 
     A stub never replaces a stored trajectory (real or stub): those, and repeats of an id in
     ``stubs``, are "unchanged". The result is one status per stub, in order.
