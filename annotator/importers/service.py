@@ -140,6 +140,9 @@ def import_file(
         else:
             importer = detect(path, opts)
         result.format = importer.name
+        result.skipped = importer.skip_reason(path, walked)
+        if result.skipped:
+            return result
         with write(db), record_values(path):
             for rec in importer.read(path, opts):
                 if rec.stub:
