@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from time import monotonic
 
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from annotator.models import Label, LabelRun, Step, Trajectory
 from annotator.store import labels, open_db, review, runs
@@ -123,6 +123,12 @@ async def test_queue_shows_progress_statuses_suggestions_and_imports_of_other_pr
         assert "1/4 done" in read_screen(app)
         assert table.cursor_row == 3, "t0 is listed first"
         assert table.get_row_at(table.cursor_row)[0].plain == under, "the cursor stays on its trajectory"
+
+        await pilot.press("slash", *"zebra25")
+        save_trajectory(other, trajectory("t5"))
+        await until(pilot, lambda: "showing 5" in read_screen(app), "the second import")
+        search = app.screen.query_one("#search", Input)
+        assert search.has_focus and search.value == "zebra25", "a search being typed is not applied, nor left"
     other.close()
 
 

@@ -38,6 +38,9 @@ class QueueScreen(Screen[None]):
         self.rows: list[work.QueueRow] = []
         self.columns: list[ColumnKey] = []
         self._header_text = Text()
+        self.search: str | None = None
+        """The search submitted last: one still being typed filters nothing, even when the rows are
+        rebuilt because another process wrote."""
 
     def compose(self) -> ComposeResult:
         db = self.app.db
@@ -78,7 +81,7 @@ class QueueScreen(Screen[None]):
             system=self._filter("system"),
             model=self._filter("model"),
             status=self._filter("status"),
-            search=self.query_one("#search", Input).value.strip() or None,
+            search=self.search,
         )
 
     def _cells(self, r: work.QueueRow) -> list[Text]:
@@ -150,6 +153,7 @@ class QueueScreen(Screen[None]):
             self.query_one("#queue-header", Static).update(out)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.search = event.value.strip() or None
         self.reload()
         self.query_one(DataTable).focus()
 
