@@ -117,7 +117,7 @@ class QueueScreen(Screen[None]):
     def show_store_changes(self) -> None:
         """Another process wrote (a status, a run's suggestions, an import): show the new state.
 
-        When the same trajectories are listed, only the cells that changed are rewritten, so the
+        When the same trajectories are listed, only the rows that changed are rewritten, so the
         cursor and the scroll position stay; otherwise the list is rebuilt around the same row.
         """
         table = self.query_one(DataTable)
