@@ -52,14 +52,15 @@ class AnnotatorApp(App[None]):
         """Redraw the screens in view from the database when another connection committed.
 
         Only the top screen and, under modals, the screen they cover are in view; a queue
-        hidden under a replay screen reloads anyway when it is shown again.
+        hidden under a replay screen reloads anyway when it is shown again, and a screen not
+        mounted yet reads the database as it mounts.
         """
         version = data_version(self.db)
         if version == self._store_version:
             return
         self._store_version = version
         for screen in reversed(self.screen_stack):
-            if isinstance(screen, (QueueScreen, ReplayScreen)):
+            if isinstance(screen, (QueueScreen, ReplayScreen)) and screen.is_mounted:
                 screen.show_store_changes()
             if not isinstance(screen, ModalScreen):
                 break
