@@ -682,11 +682,12 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
                   outcome, since, until, tag, taxonomy_path):
     """How well two or more label sources agree, over the trajectories all of them finished.
 
-    Per mode and pooled: observed, positive and negative agreement, prevalence, Cohen's κ per
-    pair, Fleiss' κ and Krippendorff's α for three or more; with --reference, precision,
-    recall, F1 and κ of each source against it (checking a judge against humans); onset
+    Per mode and pooled: observed, positive and negative agreement, prevalence, Cohen's κ and
+    Gwet's AC1 per pair, AC1, Fleiss' κ and Krippendorff's α for three or more; with
+    --reference, each source's κ against it next to the human ceiling (the human sources'
+    mean pairwise κ), precision, recall and F1 (checking a judge against humans); onset
     agreement exact and within ±k steps. Intervals: cluster bootstrap over trajectories.
-    Modes with fewer than 10 positives are "not estimable".
+    Modes with fewer than 10 positives are "not estimable" for κ and α.
 
     \b
     Examples:

@@ -96,7 +96,9 @@ def child(which: str) -> None:
     else:
         doc = build_agreement(db, list(SOURCES), tax, reference="alice", seed=1, replicates=1000)
         pooled = next(r for r in doc.table("agreement").records if r["mode"].startswith("all"))
-        detail = f"pooled Fleiss κ {pooled['fleiss_kappa']:.3f}, α {pooled['alpha']:.3f}"
+        ceiling = doc.table("reference").records[-1]
+        human = ceiling["human_kappa_na"] or f"human κ {ceiling['human_kappa']:.3f}"
+        detail = f"pooled Fleiss κ {pooled['fleiss_kappa']:.3f}, α {pooled['alpha']:.3f}, AC1 {pooled['ac1']:.3f}; {human}"
     text = render_json.render(doc)
     elapsed, cpu = time.perf_counter() - start, _cpu() - cpu_start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

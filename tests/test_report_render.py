@@ -82,3 +82,38 @@ def test_agreement_renders_in_every_format(hostile_db):
     assert "<table>" in render_html.render(doc)
     assert orjson.loads(render_json.render(doc))["kind"] == "agreement"
     assert render_csv.render(doc).startswith("table,row,column,value")
+
+
+def test_agreement_ac1_and_human_ceiling_in_every_format(hostile_db):
+    for tid in [f"f{i:02d}" for i in range(20)] + [f"s{i:02d}" for i in range(10)]:
+        label_all(hostile_db, tid, "bob", {"FM-1.1"} if tid < "f14" else set())
+        label_all(hostile_db, tid, "judge", {"FM-1.1"} if tid < "f12" else set(), provenance="imported", done=False)
+    for sources, ceiling in ((["alice", "bob"], "interval"), (["alice", "judge"], "n/a")):
+        doc = build_agreement(hostile_db, sources, TAX, reference=sources[0], replicates=50)
+        buf = io.StringIO()
+        render_terminal.render(doc, Console(file=buf, width=100, color_system=None))
+        text = buf.getvalue()
+        assert max(len(line) for line in text.splitlines()) <= 100
+        # κ against the reference and the human ceiling are printed side by side (one table, not continued)
+        part = text[text.index(f"Each source against {sources[0]}"):]
+        part = part[:part.index("(continued)")]
+        row = next(line for line in part.splitlines() if "all modes (pooled)" in line)
+        pooled_ref = doc.table("reference").records[-1]
+        kappa_ci = f"[{pooled_ref['kappa_ci_low']:.3f}, {pooled_ref['kappa_ci_high']:.3f}]"
+        human_ci = ("n/a" if ceiling == "n/a" else
+                    f"[{pooled_ref['human_kappa_ci_low']:.3f}, {pooled_ref['human_kappa_ci_high']:.3f}]")
+        assert kappa_ci in row and human_ci in row.split(kappa_ci, 1)[1]
+        assert "AC1 95% CI" in text and "n/a = not available" in text
+        md, html = render_md.render(doc), render_html.render(doc)
+        assert "AC1 95% CI" in md and "AC1 95% CI" in html and "human kappa 95% CI" in html
+        assert ("| n/a | n/a |" in md) == (ceiling == "n/a")
+        data = orjson.loads(render_json.render(doc))
+        ref = next(t for s in data["sections"] for t in s["tables"] if t["name"] == "reference")
+        pooled = ref["records"][-1]
+        rows = list(csv.DictReader(io.StringIO(render_csv.render(doc))))
+        last = str(len(ref["records"]) - 1)
+        values = {r["column"]: r["value"] for r in rows if r["table"] == "reference" and r["row"] == last}
+        assert values["human_kappa_na"] == (pooled["human_kappa_na"] or "")
+        assert values["human_kappa"] == ("" if pooled["human_kappa"] is None else str(pooled["human_kappa"]))
+        pair = next(t for s in data["sections"] for t in s["tables"] if t["name"] == "pairs")["records"][-1]
+        assert pair["ac1_ci_low"] <= pair["ac1"] <= pair["ac1_ci_high"]

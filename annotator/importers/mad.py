@@ -37,6 +37,8 @@ from annotator.models import HIDDEN, Label, Step, Trajectory
 
 LLM_ANNOTATOR = "mad-llm"
 HUMAN_ANNOTATORS = ("annotator_1", "annotator_2", "annotator_3")
+#: ``extra.source`` of the human annotators' labels: how reports tell them from the judge's.
+HUMAN_SET = "mad-human"
 
 #: Early-round codes -> final MAST ids, by round. None = dropped or disputed: kept unmapped.
 ROUND_1 = {
@@ -257,7 +259,7 @@ class MadHuman(Importer):
         for (a, mode), codes in sorted(votes.items()):
             known = [c["value"] for c in codes if c["value"] is not None]
             verdict = "present" if any(known) else "absent" if known else "unknown"
-            extra = {"source": "mad-human", "mapping": mapping_name, "codes": codes}
+            extra = {"source": HUMAN_SET, "mapping": mapping_name, "codes": codes}
             if mode in ("FM-3.2", "FM-3.3"):
                 extra["verification_ambiguous"] = True
             labels.append(Label(trajectory_id=traj_id, mode_id=mode, annotator=f"mad-human-{a[-1]}",

@@ -3,7 +3,8 @@
 Point estimates come from the libraries: Cohen's κ from ``sklearn.metrics.cohen_kappa_score``,
 Fleiss' κ from ``statsmodels.stats.inter_rater.fleiss_kappa`` (on the units × categories
 count table), precision/recall/F1 from ``precision_recall_fscore_support``;
-Krippendorff's α from :mod:`annotator.report.alpha`. Every one of them is also a function of a
+Krippendorff's α from :mod:`annotator.report.alpha` and Gwet's AC1 from :mod:`annotator.report.gwet`.
+Every one of them is also a function of a
 few sums over trajectories (2×2 cell counts, per-unit agreement, coincidences), which is how
 the seeded cluster bootstrap computes thousands of replicates as matrix products; the tests
 check the sum formulas against the libraries on the same data.
@@ -28,6 +29,7 @@ from annotator.report.alpha import (
     krippendorff_alpha_nominal,
 )
 from annotator.report.bootstrap import ratio
+from annotator.report.gwet import ac1_many_raters, ac1_two_raters
 
 MIN_POSITIVES = 10
 POOLED = "all modes (pooled)"
@@ -85,12 +87,12 @@ def kappa_from_counts(a, b, c, d) -> np.ndarray:
 
 
 def agreement_from_counts(a, b, c, d) -> dict[str, np.ndarray]:
-    """Observed, positive and negative agreement, PABAK, precision/recall (of the 2nd vs the 1st)."""
+    """Observed, positive and negative agreement, PABAK, κ, AC1, precision/recall (of the 2nd vs the 1st)."""
     n = a + b + c + d
     po = ratio(a + d, n)
     return {
         "n": n, "po": po, "pa": ratio(2 * a, 2 * a + b + c), "na": ratio(2 * d, 2 * d + b + c),
-        "pabak": 2 * po - 1, "kappa": kappa_from_counts(a, b, c, d),
+        "pabak": 2 * po - 1, "kappa": kappa_from_counts(a, b, c, d), "ac1": ac1_two_raters(a, b, c, d),
         "precision": ratio(a, a + c), "recall": ratio(a, a + b),
     }
 
@@ -158,6 +160,11 @@ def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
     pe = p1**2 + (1 - p1) ** 2
     with np.errstate(all="ignore"):
         return np.where(pe < 1, (p_bar - pe) / (1 - pe), np.nan)
+
+
+def ac1_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
+    """Gwet's multi-rater AC1 per mode and pooled from summed :meth:`Raters.fleiss_terms` (same units)."""
+    return ac1_many_raters(*_three_blocks(sums, k), m)
 
 
 def _three_blocks(sums: np.ndarray, k: int) -> list[np.ndarray]:

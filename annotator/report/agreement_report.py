@@ -1,10 +1,11 @@
 """`mast agreement`: assemble agreement between two or more label sources into a Document.
 
 Rows are the trajectories every source finished. Tables: per mode over all sources (p_o, PA,
-NA, prevalence, mean pairwise κ, Fleiss' κ and α for three or more), every pair per mode,
-each source against a reference (precision, recall, F1, κ), and onset agreement (exact and
-within ±k steps) on the cells both sides marked present. Intervals: percentile cluster
-bootstrap over trajectories with the seed in the header.
+NA, prevalence, mean pairwise κ, Gwet's AC1, Fleiss' κ and α for three or more), every pair per
+mode (κ, AC1, PABAK), each source against a reference (precision, recall, F1, κ, next to the
+human ceiling: the human–human κ), and onset agreement (exact and within ±k steps) on the
+cells both sides marked present. Intervals: percentile cluster bootstrap over trajectories
+with the seed in the header; every statistic reads the same replicates.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from annotator.report import agreement as ag
 from annotator.report import bootstrap
 from annotator.report.document import header
 from annotator.report.frame import Filters, Frame, build
+from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
 from taxonomy import Taxonomy
 
 ONSET_TOLERANCES = (0, 1, 2, 3, 4, 5)
+AC1_NOTE = ("AC1: Gwet's (2008) chance-corrected agreement; its chance term 2π(1 − π) stays small for a rare"
+            " mode, so it is given for every mode and reads close to p_o where κ is n/e.")
 
 
 def _labels(frame: Frame) -> list[str]:
@@ -50,31 +54,36 @@ def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
     return ag.Pair.of(l1.present, l1.known, l2.present, l2.known).per_row()
 
 
-def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, replicated: dict) -> list[dict]:
-    """Per pair and mode (and pooled): n, prevalence, p_o, PA, NA, PABAK, κ with bootstrap CI."""
+def pair_replicates(frame: Frame, pairs: list[tuple[str, str]], replicated: dict) -> dict:
+    """Per pair: every 2×2 statistic (κ, AC1, PA, ...) of each bootstrap replicate, per mode and pooled."""
+    k = len(frame.mode_ids)
+    return {p: ag.agreement_from_counts(*ag.split_counts(replicated[("pair", *p)], k))
+            for p in pairs if ("pair", *p) in replicated}
+
+
+def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, reps: dict) -> list[dict]:
+    """Per pair and mode (and pooled): n, prevalence, p_o, PA, NA, κ and AC1 with bootstrap CIs, PABAK."""
     k = len(frame.mode_ids)
     out = []
     for s1, s2 in pairs:
         counts = ag.split_counts(totals[("pair", s1, s2)], k)
         point = ag.agreement_from_counts(*counts)
-        reps = None
-        undefined = np.zeros(k + 1, dtype=int)
-        if ("pair", s1, s2) in replicated:
-            reps = ag.kappa_from_counts(*ag.split_counts(replicated[("pair", s1, s2)], k))
-            undefined = np.isnan(reps).sum(axis=0)
+        pair_reps = reps.get((s1, s2))
         positives = _positives(frame, [s1, s2])
         for j, label in enumerate(_labels(frame)):
             a, b, c, d = (float(x[j]) for x in counts)
             kappa = ag.cohen(a, b, c, d)
             prevalence = (2 * a + b + c) / (2 * (a + b + c + d)) if a + b + c + d else np.nan
             estimable = bool(positives[j] >= ag.MIN_POSITIVES)
-            lo, hi = _ci(reps, j) if estimable else (None, None)
+            lo, hi = _ci(pair_reps["kappa"], j) if pair_reps and estimable else (None, None)
+            ac1_lo, ac1_hi = _ci(pair_reps["ac1"], j) if pair_reps else (None, None)
             out.append({
                 "pair": f"{s1} ~ {s2}", "mode": label, "n": int(point["n"][j]), "positives": int(positives[j]),
                 "prevalence": num(prevalence), "p_o": num(point["po"][j]), "pa": num(point["pa"][j]),
-                "na": num(point["na"][j]), "pabak": num(point["pabak"][j]),
-                "kappa": num(kappa) if estimable else None, "kappa_ci_low": lo, "kappa_ci_high": hi,
-                "estimable": estimable, "boot_undefined": int(undefined[j]) if reps is not None else None,
+                "na": num(point["na"][j]), "kappa": num(kappa) if estimable else None, "kappa_ci_low": lo,
+                "kappa_ci_high": hi, "ac1": num(point["ac1"][j]), "ac1_ci_low": ac1_lo, "ac1_ci_high": ac1_hi,
+                "pabak": num(point["pabak"][j]), "estimable": estimable,
+                "boot_undefined": int(np.isnan(pair_reps["kappa"][:, j]).sum()) if pair_reps else None,
             })
     return out
 
@@ -86,15 +95,20 @@ def raters_of(frame: Frame, names: list[str]) -> ag.Raters:
 
 
 def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[dict]) -> list[dict]:
-    """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, Fleiss' κ, α."""
+    """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, AC1, Fleiss' κ, α.
+
+    AC1 is Gwet's multi-rater AC1 over the units every source decided (for two sources, the
+    pair's AC1, which it reduces to).
+    """
     k, m = len(frame.mode_ids), len(names)
     raters = raters_of(frame, names)
     ones, decided = raters.ones, raters.decided
     positives = _positives(frame, names)
-    f_reps = a_reps = None
+    f_reps = a_reps = g_reps = None
     if "fleiss" in replicated:
         f_reps = ag.fleiss_from_terms(replicated["fleiss"], k, m)
         a_reps = ag.alpha_from_terms(replicated["alpha"], k)
+        g_reps = ag.ac1_from_terms(replicated["fleiss"], k, m)
     full = raters.complete()
     out = []
     for j, label in enumerate(_labels(frame)):
@@ -110,13 +124,19 @@ def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[di
             values = np.column_stack([np.where(frame.labels[s].known, frame.labels[s].present, np.nan).ravel()
                                       for s in names])
             decided_cells, present_cells = decided.sum(), ones.sum()
-        p_bar = ((unit_ones**2 + (m - unit_ones) ** 2 - m) / (m * (m - 1))).mean() if unit_full else np.nan
+        p_sum = ((unit_ones**2 + (m - unit_ones) ** 2 - m) / (m * (m - 1))).sum()
+        p_bar = p_sum / unit_full if unit_full else np.nan
         kappas = [p["kappa"] for p in rows if p["kappa"] is not None]
+        if m >= 3:
+            ac1 = (num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), *_ci(g_reps, j))
+        else:
+            ac1 = (rows[0]["ac1"], rows[0]["ac1_ci_low"], rows[0]["ac1_ci_high"])
         rec = {
             "mode": label, "units": int(unit_full), "positives": int(positives[j]),
             "prevalence": num(present_cells / decided_cells) if decided_cells else None,
             "p_o": num(p_bar), "pa": _pooled(rows, "pa"), "na": _pooled(rows, "na"),
             "mean_pairwise_kappa": num(np.mean(kappas)) if estimable and kappas else None,
+            "ac1": ac1[0], "ac1_ci_low": ac1[1], "ac1_ci_high": ac1[2],
             "fleiss_kappa": None, "fleiss_ci_low": None, "fleiss_ci_high": None,
             "alpha": None, "alpha_ci_low": None, "alpha_ci_high": None, "estimable": estimable,
         }
@@ -135,32 +155,63 @@ def _pooled(rows: list[dict], key: str) -> float | None:
     return num(np.mean(values)) if values else None
 
 
-def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, replicated: dict) -> list[dict]:
-    """Each source against the reference: support, precision, recall, specificity, F1, κ with bootstrap CIs.
+def human_ceiling(frame: Frame, humans: list[str], pairs: list[tuple[str, str]], totals: dict,
+                  reps: dict) -> tuple[list[dict], str]:
+    """Per mode and pooled: the mean pairwise Cohen's κ among the human sources, with its bootstrap CI.
 
-    Uses the replicated cell counts of the pair (reference, source); the reference comes first.
+    This is the ceiling a judge's κ against a human reference is read against: people do not
+    agree perfectly either. Needs two human sources; otherwise every row says why it is n/a.
+    Returns the per-row values and the note that explains them.
+    """
+    k = len(frame.mode_ids)
+    labels = _labels(frame)
+    if len(humans) < 2:
+        reason = (f"only one human source ({humans[0]})" if humans else "no human source") + " in the comparison"
+        note = (f"human kappa (the human ceiling): n/a, {reason}; it needs two or more of people, consensus and"
+                " imported human sets (runs and imported judge sets are not human).")
+        return [{"human_kappa": None, "human_kappa_ci_low": None, "human_kappa_ci_high": None,
+                 "human_estimable": None, "human_kappa_na": reason} for _ in labels], note
+    human_pairs = [p for p in pairs if p[0] in humans and p[1] in humans]
+    point = np.mean([ag.kappa_from_counts(*ag.split_counts(totals[("pair", *p)], k)) for p in human_pairs], axis=0)
+    mean_reps = np.mean([reps[p]["kappa"] for p in human_pairs], axis=0) if reps else None
+    positives = _positives(frame, humans)
+    out = []
+    for j in range(len(labels)):
+        estimable = bool(positives[j] >= ag.MIN_POSITIVES)
+        lo, hi = _ci(mean_reps, j) if estimable else (None, None)
+        out.append({"human_kappa": num(point[j]) if estimable else None, "human_kappa_ci_low": lo,
+                    "human_kappa_ci_high": hi, "human_estimable": estimable, "human_kappa_na": None})
+    note = (f"human kappa (the human ceiling): mean Cohen's κ over the {len(human_pairs)} pairs of human sources"
+            f" ({', '.join(humans)}) with its bootstrap 95% CI; n/e where they marked fewer than"
+            f" {ag.MIN_POSITIVES} trajectories present.")
+    return out, note
+
+
+def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, reps: dict,
+                    ceiling: list[dict]) -> list[dict]:
+    """Each source against the reference: support, κ next to the human ceiling, precision, recall,
+    specificity and F1, with bootstrap CIs.
+
+    Uses the replicated statistics of the pair (reference, source); the reference comes first.
     """
     k = len(frame.mode_ids)
     out = []
     for s in others:
-        reps = None
-        if ("pair", reference, s) in replicated:
-            stats = ag.agreement_from_counts(*ag.split_counts(replicated[("pair", reference, s)], k))
-            reps = {"f1": stats["pa"], "kappa": stats["kappa"]}
+        ref_reps = reps.get((reference, s))
         positives = _positives(frame, [reference, s])
         counts = ag.split_counts(totals[("pair", reference, s)], k)
         for j, label in enumerate(_labels(frame)):
             a, b, c, d = (float(x[j]) for x in counts)
             precision, recall, f1 = ag.reference_scores(a, b, c, d)
             estimable = bool(positives[j] >= ag.MIN_POSITIVES)
-            flo, fhi = _ci(reps["f1"], j) if reps else (None, None)
-            klo, khi = _ci(reps["kappa"], j) if reps and estimable else (None, None)
+            flo, fhi = _ci(ref_reps["pa"], j) if ref_reps else (None, None)  # F1 is PA
+            klo, khi = _ci(ref_reps["kappa"], j) if ref_reps and estimable else (None, None)
             out.append({
                 "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
-                "precision": num(precision), "recall": num(recall),
+                "kappa": num(ag.cohen(a, b, c, d)) if estimable else None, "kappa_ci_low": klo,
+                "kappa_ci_high": khi, **ceiling[j], "precision": num(precision), "recall": num(recall),
                 "specificity": num(d / (c + d)) if c + d else None, "f1": num(f1), "f1_ci_low": flo,
-                "f1_ci_high": fhi, "kappa": num(ag.cohen(a, b, c, d)) if estimable else None,
-                "kappa_ci_low": klo, "kappa_ci_high": khi, "estimable": estimable,
+                "f1_ci_high": fhi, "estimable": estimable,
             })
     return out
 
@@ -242,33 +293,40 @@ def build_agreement(
         k, m = len(frame.mode_ids), len(sources)
         replicated["alpha"] = ag.alpha_sums_from_pairs([replicated[("pair", *p)] for p in pairs], k, m)
         replicated["fleiss"] = ag.fleiss_sums_from_alpha(replicated["alpha"], k, m)
-    pair_recs = pair_tables(frame, pairs, totals, replicated)
+    reps = pair_replicates(frame, pairs, replicated)
+    pair_recs = pair_tables(frame, pairs, totals, reps)
     sections = [
         Section("Agreement per mode", [
-            Table("agreement", "All sources: observed (p_o), positive (PA) and negative (NA) agreement, κ, α",
-                  ["mode", "units", "positives", "prevalence", "p_o", "pa", "na", "mean_pairwise_kappa",
-                   "fleiss_kappa", "fleiss_ci_low", "fleiss_ci_high", "alpha", "alpha_ci_low", "alpha_ci_high",
-                   "estimable"],
+            Table("agreement", "All sources: observed (p_o), positive (PA) and negative (NA) agreement, κ, AC1, α",
+                  ["mode", "units", "positives", "estimable", "prevalence", "p_o", "pa", "na", "mean_pairwise_kappa",
+                   "ac1", "ac1_ci_low", "ac1_ci_high", "fleiss_kappa", "fleiss_ci_low", "fleiss_ci_high", "alpha",
+                   "alpha_ci_low", "alpha_ci_high"],
                   multi_table(frame, sources, replicated, pair_recs),
                   ["pa, na: mean over pairs of sources.",
                    f"κ and α are not estimable (n/e) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
                    " marked present by any source.",
+                   AC1_NOTE + " For three or more sources it is Gwet's multi-rater AC1 over the units all decided.",
                    "Pooled rows treat every (trajectory × mode) cell as a unit; negatives dominate them.",
                    "Fleiss' κ and α are given for three or more sources."]),
-            Table("pairs", "Each pair of sources: Cohen's κ (sklearn) with bootstrap 95% CI, PABAK",
-                  ["pair", "mode", "n", "positives", "prevalence", "p_o", "pa", "na", "pabak", "kappa",
-                   "kappa_ci_low", "kappa_ci_high", "estimable", "boot_undefined"], pair_recs,
-                  ["boot_undefined: bootstrap replicates where κ was undefined (left out of the interval)."]),
+            Table("pairs", "Each pair of sources: Cohen's κ (sklearn) and Gwet's AC1 with bootstrap 95% CIs, PABAK",
+                  ["pair", "mode", "n", "positives", "estimable", "prevalence", "p_o", "pa", "na", "kappa",
+                   "kappa_ci_low", "kappa_ci_high", "boot_undefined", "ac1", "ac1_ci_low", "ac1_ci_high", "pabak"],
+                  pair_recs,
+                  [AC1_NOTE, "boot_undefined: bootstrap replicates where κ was undefined (left out of the interval)."]),
         ]),
     ]
     if reference is not None:
         others = [s for s in sources if s != reference]
+        humans = [s for s in sources if frame.labels[s].source.human]
+        ceiling, ceiling_note = human_ceiling(frame, humans, pairs, totals, reps)
         sections.append(Section(f"Against the reference {reference}", [
-            Table("reference", f"Each source against {reference}: precision, recall, specificity, F1, κ",
-                  ["source", "mode", "n", "support", "predicted", "precision", "recall", "specificity", "f1",
-                   "f1_ci_low", "f1_ci_high", "kappa", "kappa_ci_low", "kappa_ci_high", "estimable"],
-                  reference_table(frame, reference, others, totals, replicated),
-                  ["The pooled row is micro-averaged over (trajectory × mode) cells."]),
+            Table("reference", f"Each source against {reference}: κ next to the human–human κ (human ceiling),"
+                  " precision, recall, specificity, F1",
+                  ["source", "mode", "kappa", "kappa_ci_low", "kappa_ci_high", "human_kappa", "human_kappa_ci_low",
+                   "human_kappa_ci_high", "n", "support", "predicted", "estimable", "precision", "recall",
+                   "specificity", "f1", "f1_ci_low", "f1_ci_high"],
+                  reference_table(frame, reference, others, totals, reps, ceiling),
+                  [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
     per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
     sections.append(Section("Onset agreement", [

@@ -37,6 +37,7 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "sources": [
             {"name": s, "kind": frame.labels[s].source.kind, "detail": frame.labels[s].source.detail,
+             "human": frame.labels[s].source.human,
              "not_finished": dict(frame.labels[s].not_finished),
              "verdicts_outside_codebook": frame.labels[s].outside_codebook}
             for s in sources

@@ -2,7 +2,9 @@
 
 Only display: JSON and CSV keep the raw numbers. Interval bounds are merged into one
 "[low, high]" column so wide tables stay readable; a statistic withheld because the mode has
-too few positives shows as "n/e" (not estimable), any other missing value as "-".
+too few positives shows as "n/e" (not estimable), one the comparison cannot give as "n/a" (its
+record says why under ``<statistic>_na``, and the table's note repeats it), any other missing
+value as "-".
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 from annotator.report.tables import Table
 
 NOT_ESTIMABLE = "n/e"
+NOT_AVAILABLE = "n/a"
+LEGEND = f"{NOT_ESTIMABLE} = not estimable (too few positives); {NOT_AVAILABLE} = not available (see the note); - = not defined"
 _PAIRS = (("_ci_low", "_ci_high"), ("_boot_low", "_boot_high"))
 _WITHHELD = ("kappa", "alpha", "fleiss")
 
@@ -38,15 +42,13 @@ _VERBATIM = {"p_o"}
 
 def heading(column: str) -> str:
     """A column name as a table heading: words separated by spaces."""
-    return column if column in _VERBATIM else column.replace("_", " ")
+    return column if column in _VERBATIM else column.replace("_", " ").replace("ac1", "AC1")
 
 
 def value(v: Any, column: str = "", record: dict | None = None) -> str:
     """One cell as text."""
     if v is None:
-        if record is not None and record.get("estimable") is False and any(w in column for w in _WITHHELD):
-            return NOT_ESTIMABLE
-        return "-"
+        return _missing(column, record)
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
@@ -62,6 +64,21 @@ def value(v: Any, column: str = "", record: dict | None = None) -> str:
             return f"{v:,.0f}"
         return f"{v:.3f}"
     return str(v)
+
+
+def _missing(column: str, record: dict | None) -> str:
+    """How an absent value shows: n/a with a stated reason, n/e when withheld for too few positives, else -.
+
+    ``human_*`` columns (the human ceiling) have their own estimability: the human sources' positives.
+    """
+    if record is None:
+        return "-"
+    if record.get(column.split("_ci_")[0] + "_na"):
+        return NOT_AVAILABLE
+    estimable = record.get("human_estimable" if column.startswith("human_") else "estimable")
+    if estimable is False and any(w in column for w in _WITHHELD):
+        return NOT_ESTIMABLE
+    return "-"
 
 
 def display(table: Table) -> tuple[list[str], list[list[str]]]:
@@ -87,7 +104,10 @@ def display(table: Table) -> tuple[list[str], list[list[str]]]:
         for _, cols in plan:
             if len(cols) == 2:
                 lo, hi = rec.get(cols[0]), rec.get(cols[1])
-                row.append("-" if lo is None or hi is None else f"[{value(lo, cols[0])}, {value(hi, cols[1])}]")
+                if lo is None or hi is None:
+                    row.append(NOT_AVAILABLE if _missing(cols[0], rec) == NOT_AVAILABLE else "-")
+                else:
+                    row.append(f"[{value(lo, cols[0])}, {value(hi, cols[1])}]")
             else:
                 row.append(value(rec.get(cols[0]), cols[0], rec))
         rows.append(row)

@@ -12,7 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from annotator.report.charts import charts
 from annotator.report.formatting import (
-    NOT_ESTIMABLE,
+    LEGEND,
     TEXT_COLUMNS,
     display,
     header_lines,
@@ -41,5 +41,5 @@ def render(doc: Document) -> str:
     title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     return _ENV.get_template("report.html.j2").render(
         title=title, header=header_lines(doc.header), sections=sections, charts=charts(doc),
-        not_estimable=NOT_ESTIMABLE,
+        legend=LEGEND,
     )

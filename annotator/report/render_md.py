@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from annotator.render import inert
-from annotator.report.formatting import NOT_ESTIMABLE, display, header_lines, heading
+from annotator.report.formatting import LEGEND, display, header_lines, heading
 from annotator.report.tables import Document
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
@@ -42,5 +42,5 @@ def render(doc: Document) -> str:
             if table.notes:
                 out.append("")
                 out += [f"- {escape(n)}" for n in table.notes]
-    out += ["", f"{NOT_ESTIMABLE} = not estimable (too few positives); - = not defined", ""]
+    out += ["", LEGEND, ""]
     return "\n".join(out)

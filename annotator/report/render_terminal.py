@@ -9,6 +9,8 @@ are never parsed as markup) and control characters are made visible with
 
 from __future__ import annotations
 
+import re
+
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -16,7 +18,7 @@ from rich.text import Text
 
 from annotator.render import inert
 from annotator.report.formatting import (
-    NOT_ESTIMABLE,
+    LEGEND,
     TEXT_COLUMNS,
     display,
     header_lines,
@@ -35,19 +37,37 @@ def _width(header: str, cells: list[str]) -> int:
     return min(max(longest_word, widest), TEXT_COLUMNS.get(header, 10**6)) + 3
 
 
+def _first_word(header: str) -> str:
+    return re.split(r"[_ ]", header, maxsplit=1)[0]
+
+
+def _units(headers: list[str], rest: list[int]) -> list[list[int]]:
+    """The non-key columns in runs that stay together: a statistic and its interval columns."""
+    units: list[list[int]] = []
+    for i in rest:
+        prev = units[-1][-1] if units else None
+        if prev == i - 1 and headers[i].endswith(" CI") and _first_word(headers[i]) == _first_word(headers[prev]):
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
 def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> list[list[int]]:
-    """Column indices per printed table: the key columns, then as many others as fit."""
+    """Column indices per printed table: the key columns, then as many others as fit (a
+    statistic is never parted from its interval)."""
     widths = [_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
     keys = [i for i, h in enumerate(headers) if h in _KEYS]
     rest = [i for i in range(len(headers)) if i not in keys]
     base = sum(widths[i] for i in keys)
     groups, current, used = [], [], base
-    for i in rest:
-        if current and used + widths[i] > width:
+    for unit in _units(headers, rest):
+        need = sum(widths[i] for i in unit)
+        if current and used + need > width:
             groups.append(keys + current)
             current, used = [], base
-        current.append(i)
-        used += widths[i]
+        current += unit
+        used += need
     groups.append(keys + current)
     return [sorted(g) for g in groups]
 
@@ -96,4 +116,4 @@ def render(doc: Document, console: Console) -> None:
         for table in section.tables:
             _print_table(table, console)
     console.print()
-    console.print(Text(f"{NOT_ESTIMABLE} = not estimable (too few positives); - = not defined", style="dim"))
+    console.print(Text(LEGEND, style="dim"))

@@ -13,6 +13,11 @@ on the kind of source, because an unfinished trajectory would turn "not looked a
 
 Every trajectory a source leaves out is counted under a reason, so a report can say what
 it did not count and why.
+
+Whether a source's labels were made by people matters for the human ceiling of an agreement
+(judge–human κ is read against human–human κ): people, ``consensus`` and imported sets of
+human ratings (the MAD human annotators, or labels restored from an export of a person's) are
+human; pre-labelling runs and imported judge sets (``mad-llm``) are not.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
+from annotator.importers.mad import HUMAN_SET
 from annotator.store import bulk
 from annotator.store.labels import annotators
 from annotator.store.runs import get_run
@@ -41,6 +47,7 @@ class Source:
     kind: SourceKind
     members: tuple[str, ...] = ()
     detail: str = ""
+    human: bool = False  # labels made by people
 
 
 @dataclass
@@ -65,9 +72,9 @@ def resolve(db: Database, name: str) -> Source:
         members = tuple(m for m in named.split(",") if m) if named else tuple(bulk.reviewers(db))
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
-        return Source(name, "consensus", members, "majority of " + ", ".join(members))
+        return Source(name, "consensus", members, "majority of " + ", ".join(members), human=True)
     if bulk.has_reviews(db, name):
-        return Source(name, "human", detail="trajectories marked done")
+        return Source(name, "human", detail="trajectories marked done", human=True)
     if not bulk.has_labels(db, name):
         known = annotators(db)
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
@@ -79,6 +86,9 @@ def resolve(db: Database, name: str) -> Source:
             run = None
         if run is not None:
             return Source(name, "run", detail=f"{run.kind} run, {run.model or '-'}, status {run.status}")
+    origin = bulk.label_origin(db, name)
+    if origin is not None and (origin[0] in ("human", "accepted") or origin[1] == HUMAN_SET):
+        return Source(name, "imported", detail="human ratings, trajectories it has labels for", human=True)
     return Source(name, "imported", detail="trajectories it has labels for")
 
 

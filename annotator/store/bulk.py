@@ -198,6 +198,19 @@ def has_labels(db: Database, annotator: str) -> bool:
     return db.execute("SELECT 1 FROM label_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
 
 
+def label_origin(db: Database, annotator: str) -> tuple[str, str | None] | None:
+    """Provenance and importer tag (``extra.source``) of one current label of ``annotator``.
+
+    An imported set is written by one importer, so one of its labels says where all came from.
+    """
+    row = db.execute(
+        "SELECT l.provenance, json_extract(l.extra, '$.source') FROM label_state s JOIN labels l ON l.id = s.label_id"
+        " WHERE s.annotator = ? LIMIT 1",
+        [annotator],
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
 def has_reviews(db: Database, annotator: str) -> bool:
     """Whether ``annotator`` has a review state on any trajectory (a person using the annotator)."""
     return db.execute("SELECT 1 FROM review_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
