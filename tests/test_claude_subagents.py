@@ -45,7 +45,9 @@ def test_subagents_fold_under_their_task_calls_in_time_order():
         assert steps[task.link].kind == "tool_result"
     stamps = [s.timestamp for s in steps]
     assert stamps == sorted(stamps)  # the two sub-agents ran side by side: interleaved by time
-    assert [s.agent for s in steps[4:9]] == ["user", "user", f"subagent {A}", "environment", f"subagent {B}"]
+    assert [s.agent for s in steps[4:9]] == ["claude", "claude", f"subagent {A}", "environment", f"subagent {B}"]
+    # each sub-agent's prompt is the main agent's message to it
+    assert steps[4].recipient == f"subagent {A}" and steps[4].content.startswith("Find where the HTTP client's")
     # tool calls inside the sub-agents are paired with their results
     for call in (s for s in steps if s.kind == "tool_call"):
         assert steps[call.link].call_id == call.call_id

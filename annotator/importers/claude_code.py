@@ -16,7 +16,7 @@ sub-agents folded in: each sub-agent's steps go under the ``Task``/``Agent`` cal
 it, in time order with the rest. The call is found from the parent's ``toolUseResult.agentId``
 on the call's result line, a ``progress`` line's ``data.agentId`` and ``parentToolUseID``, the
 ``agentId: <id>`` line in the result text, or else the sub-agent's first prompt equal to the
-call's ``prompt``. ``agent_progress`` lines that repeat a folded sub-agent are not steps. A
+call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. ``agent_progress`` lines that repeat a folded sub-agent are not steps. A
 sub-agent file is not imported on its own while its session file is there, so nothing appears
 twice; ``agent-acompact-*`` files (context compaction) are left out.
 """
@@ -268,9 +268,12 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
         s.out.unknown.update(sub.out.unknown)
         agent_id = _agent_id(f)
         call = calls.get(s.agent_calls.get(agent_id)) or _call_by_prompt(calls.values(), sub.out.steps)
+        name = next((st.agent for st in sub.out.steps if st.role == "assistant"), f"subagent {agent_id}")
         for st in sub.out.steps:
             st.id = f"{f.stem} {st.id}"
             parents[id(st)] = call
+            if call is not None and st.role == "user" and st.kind == "message":
+                st.agent, st.recipient = call.agent, name  # the prompt is the launching agent's
         _insert(order, sub.out.steps, call)
         described.append({**info, "agent_id": agent_id, "call_id": call.call_id if call else None,
                           "model": sub.model, "steps": len(sub.out.steps), "folded": True})
