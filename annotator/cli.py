@@ -8,6 +8,7 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -161,9 +162,10 @@ def _import(db, paths, fmt, opts, quiet: bool):
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
-    skipped = sum(1 for f in summary.files if f.skipped)
-    if skipped:
-        line += f", {skipped} skipped (not a trajectory)"
+    skipped = Counter("not a trajectory" if f.skipped == "not a trajectory" else "part of another file"
+                      for f in summary.files if f.skipped)
+    for why, n in sorted(skipped.items(), reverse=True):
+        line += f", {n} skipped ({why})"
     out.print(Text(line, style="bold"), soft_wrap=True)
     for f in failed:
         err.print(Text(f"failed: {f.error}", style="red"))

@@ -3,7 +3,8 @@
 Builds a database with one 10,000-step trajectory in which 12 tool results are 4 MB each, then,
 in a headless app of 140x42 cells: the time from asking for the trajectory to the replay screen
 being drawn, and the latency of single step moves (``j`` in review mode, across the big steps),
-of ``L`` on a 4 MB step (its whole content), of ``G`` (jump to the last step) and of tagging a mode. Each Pilot key press also pays the
+of ``L`` on a 4 MB step (its whole content), of ``G`` (jump to the last step), of tagging a mode
+and of the once-a-second look for other processes' writes (nothing changed; another annotator tagged). Each Pilot key press also pays the
 harness's own waits, so the same is measured for a key bound to nothing and the difference is
 printed as the app's share.
 """
@@ -16,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from annotator.models import Step, Trajectory
-from annotator.store import open_db
+from annotator.models import Label, Step, Trajectory
+from annotator.store import labels, open_db
 from annotator.store.trajectories import save_trajectory
 from annotator.tui.app import make_app
 
@@ -95,6 +96,23 @@ async def measure(path: Path) -> None:
             await pilot.press(key)
             tags.append(time.perf_counter() - start)
         print(f"tag a mode (saved to SQLite): {_ms(tags)}")
+
+        idle_polls = []
+        for _ in range(1000):
+            start = time.perf_counter()
+            app.poll_store()
+            idle_polls.append(time.perf_counter() - start)
+        print(f"look for other processes' writes, nothing changed: median {statistics.median(idle_polls) * 1e6:.0f} µs")
+        other = open_db(path)
+        shown = []
+        for step in range(20):
+            labels.add_labels(other, [Label(trajectory_id="huge", mode_id="FM-2.1", annotator="other", verdict="present", onset_step=step)])
+            start = time.perf_counter()
+            app.poll_store()
+            shown.append(time.perf_counter() - start)
+            await pilot.pause()
+        other.close()
+        print(f"look after another annotator tagged (queries, panel updated, before drawing): {_ms(shown)}")
 
 
 def main() -> None:

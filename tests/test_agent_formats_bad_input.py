@@ -22,6 +22,7 @@ SAMPLES = sorted(p for p in FORMATS.rglob("*") if p.is_file() and p.name != "SOU
 CODEX = next(FORMATS.glob("codex_cli/*.jsonl"))
 CLAUDE = FORMATS / "claude_code" / "representative_messages.jsonl"
 EVAL = FORMATS / "inspect_ai" / "log_read_sample.eval"
+CODEX_EXEC = Path(__file__).parent / "fixtures" / "codex_exec" / "fix_iso_week.jsonl"
 
 
 def _fmt(path: Path) -> str:
@@ -32,7 +33,7 @@ def _read_all(path: Path, fmt: str, opts: ImportOptions | None = None) -> list:
     return list(registry()[fmt].read(path, opts or ImportOptions()))
 
 
-@pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix != ".eval"], ids=lambda p: p.name)
+@pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix != ".eval"] + [CODEX_EXEC], ids=lambda p: p.name)
 @pytest.mark.parametrize("fraction", [0.3, 0.7])
 def test_truncated_file_fails_cleanly(db, tmp_path, sample, fraction):
     data = sample.read_bytes()
@@ -71,7 +72,8 @@ def test_inspect_zip_with_a_broken_sample_names_the_member(tmp_path):
     assert err.value.where == "samples/1_epoch_1.json"
 
 
-@pytest.mark.parametrize("sample,fmt", [(CODEX, "codex_cli"), (CLAUDE, "claude_code")], ids=["codex", "claude"])
+@pytest.mark.parametrize("sample,fmt", [(CODEX, "codex_cli"), (CLAUDE, "claude_code"), (CODEX_EXEC, "codex_exec")],
+                         ids=["codex", "claude", "codex_exec"])
 def test_one_bad_jsonl_line(db, tmp_path, sample, fmt):
     lines = sample.read_bytes().splitlines(keepends=True)
     bad = tmp_path / sample.name
@@ -138,7 +140,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix in (".json", ".traj", ".jsonl")]
-                         + [FIXTURES / "openhands_v1" / "events.json"], ids=lambda p: p.name)
+                         + [FIXTURES / "openhands_v1" / "events.json", CODEX_EXEC], ids=lambda p: p.name)
 def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
     rng = random.Random(sample.name)
     fmt = _fmt(sample)
@@ -159,7 +161,7 @@ def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
             assert str(target) in str(exc)
 
 
-AGENT_FORMATS = ["claude_code", "codex_cli", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands", "openhands_v1",
+AGENT_FORMATS = ["claude_code", "codex_cli", "codex_exec", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands", "openhands_v1",
                  "openinference", "otel_genai", "swe_agent"]
 
 

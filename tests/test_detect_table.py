@@ -25,6 +25,8 @@ def expected_format(path: Path) -> str | None:
         return parts[parts.index("formats") + 1]
     if "trajectories" in parts:  # the samples live in a folder named by their format
         return parts[parts.index("trajectories") + 1]
+    if "fixtures" in parts:
+        return FIXTURE_FORMATS[parts[parts.index("fixtures") + 1]]
     if "who_and_when" in parts:
         return "who_and_when"
     if path.name == "mad_human_sample.json":
@@ -32,13 +34,16 @@ def expected_format(path: Path) -> str | None:
     raise AssertionError(f"no expectation for {path}")
 
 
-FILES = sorted(p for base in (SHARED, ROOT / "trajectories") for p in base.rglob("*") if p.is_file())
+#: Test fixtures of formats the shared data has no sample of, by folder.
+FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code"}
+FIXTURES = [ROOT / "tests" / "fixtures" / name for name in FIXTURE_FORMATS]
+FILES = sorted(p for base in (SHARED, ROOT / "trajectories", *FIXTURES) for p in base.rglob("*") if p.is_file())
 
 
 def test_the_table_covers_the_samples():
     assert len(FILES) > 60
     assert {expected_format(p) for p in FILES} >= {
-        "claude_code", "codex_cli", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
+        "claude_code", "codex_cli", "codex_exec", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
         "swe_agent", "who_and_when", "mad_human", None}
 
 

@@ -28,6 +28,7 @@ KEYS = [
     "steps", "kind", "type", "outcome", "score", "model", "system", "title", "task", "text", "source",
     "resourceSpans", "spans", "attributes", "payload", "timestamp", "sessionId", "uuid", "message",
     "action", "observation", "info", "environment", "events", "samples", "eval", "version", "1.1", "3.2",
+    "thread_id", "item", "usage", "error", "command", "aggregated_output", "exit_code", "status", "changes",
 ]
 ROLES = ["system", "user", "assistant", "tool", "function", "Orchestrator (-> WebSurfer)", "human"]
 
@@ -77,7 +78,22 @@ skeletons = st.one_of(
                                    optional={"id": json_values, "outcome": json_values, "score": json_values,
                                              "system": json_values}), min_size=2, max_size=3),
 )
-documents = st.one_of(json_values, st.lists(json_values, max_size=4), skeletons)
+#: ``codex exec --json`` events: a thread, items of every type with random fields, turns.
+exec_events = st.lists(st.one_of(
+    st.fixed_dictionaries({"type": st.just("thread.started"), "thread_id": json_values}),
+    st.fixed_dictionaries({"type": st.sampled_from(["item.started", "item.updated", "item.completed"]),
+                           "item": st.one_of(json_values, st.fixed_dictionaries(
+                               {"id": st.one_of(st.sampled_from(["item_0", "item_1"]), json_values),
+                                "type": st.one_of(st.sampled_from(
+                                    ["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call",
+                                     "collab_tool_call", "web_search", "todo_list", "plan", "error"]), json_values)},
+                               optional={k: json_values for k in ("text", "command", "aggregated_output", "exit_code",
+                                                                  "status", "changes", "result", "error", "items",
+                                                                  "arguments", "agents_states", "action")}))}),
+    st.fixed_dictionaries({"type": st.sampled_from(["turn.completed", "turn.failed", "error", "turn.started"])},
+                          optional={"usage": json_values, "error": json_values, "message": json_values}),
+), min_size=2, max_size=6)
+documents = st.one_of(json_values, st.lists(json_values, max_size=4), skeletons, exec_events)
 
 
 def _dumps(value: object) -> bytes:

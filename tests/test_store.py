@@ -10,7 +10,7 @@ import pytest
 from annotator.errors import NotFound, StoreError
 from annotator.importers.base import ImportOptions, finish
 from annotator.models import Attribution, Label, LabelRun, Step, Trajectory
-from annotator.store import open_db, write
+from annotator.store import data_version, open_db, write
 from annotator.store.attributions import attributions, save_attribution
 from annotator.store.db import BUSY_TIMEOUT_S
 from annotator.store.labels import (
@@ -99,6 +99,24 @@ def test_a_second_writer_waits_for_the_first(db_path, db):
     finally:
         other.rollback()
     save_trajectory(db, _traj())  # the lock is gone: the store writes
+
+
+def test_data_version_changes_on_other_connections_commits_only(db_path, db):
+    before = data_version(db)
+    save_trajectory(db, _traj("own"))
+    add_label(db, Label(trajectory_id="own", mode_id="FM-1.1", annotator="alice", verdict="present", onset_step=0))
+    assert data_version(db) == before, "this connection's own writes are not news to it"
+    other = open_db(db_path)
+    try:
+        assert data_version(db) == before, "opening (migrations already applied) writes nothing"
+        other_before = data_version(other)
+        add_label(other, Label(trajectory_id="own", mode_id="FM-1.2", annotator="bob", verdict="present", onset_step=0))
+        after = data_version(db)
+        assert after != before
+        assert data_version(db) == after, "it stays put until the next commit elsewhere"
+        assert data_version(other) == other_before, "nor is the other connection's own write to it"
+    finally:
+        other.close()
 
 
 def test_save_is_idempotent_and_updates_changed_content(db):

@@ -79,6 +79,11 @@ class Importer:
         """Whether this importer reads the folder ``path`` as one unit (a run folder)."""
         return False
 
+    def skip_reason(self, path: Path, walked: bool) -> str | None:
+        """Why ``path``, a file of this format, is not imported on its own (another file's import
+        takes it in), or None. ``walked``: a folder walk found it rather than the user naming it."""
+        return None
+
 
 _REGISTRY: dict[str, Importer] = {}
 

@@ -7,10 +7,24 @@ counted once. ``tool_use`` blocks become tool calls and the ``tool_result`` bloc
 user line their results, paired by id. Sidechain lines (``isSidechain``: work of a sub-agent
 started with the Task tool) are attributed to their own agent and hang under the call that
 started them. ``summary`` lines give the title; a stream-json ``result`` line the outcome.
+
+Newer versions write each sub-agent to ``<sessionId>/subagents/agent-<agentId>.jsonl`` beside
+the session file: the same line grammar, every line ``isSidechain: true`` with its ``agentId``
+(layout and fields as documented by third-party readers of these files, e.g. the
+sonnes/chitragupt sub-agent spec; there is no official schema). A session is imported with its
+sub-agents folded in: each sub-agent's steps go under the ``Task``/``Agent`` call that launched
+it, in time order with the rest. The call is found from the parent's ``toolUseResult.agentId``
+on the call's result line, a ``progress`` line's ``data.agentId`` and ``parentToolUseID``, the
+``agentId: <id>`` line in the result text, or else the sub-agent's first prompt equal to the
+call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. ``agent_progress`` lines that repeat a folded sub-agent are not steps. A
+sub-agent file is not imported on its own while its session file is there, so nothing appears
+twice; ``agent-acompact-*`` files (context compaction) are left out.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,18 +34,23 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, json_text, obj, parse_time, plain, seq, str_or_none
-from annotator.models import HIDDEN, Trajectory
+from annotator.importers.steps import StepList, as_int, json_text, obj, parse_json_maybe, parse_time, plain, seq
+from annotator.importers.steps import str_or_none
+from annotator.models import HIDDEN, Step, Trajectory
 
 MAIN_AGENT = "claude"
 _MESSAGE_TYPES = {"user", "assistant", "system", "summary"}
 #: Line types that only record editor state: no step.
 _STATE_LINES = {"file-history-snapshot", "queue-operation", "permission-mode", "custom-title", "tag"}
 _SUBAGENT_TOOLS = {"Task", "Agent"}
+_AGENT_ID_IN_TEXT = re.compile(r"\bagent_?[iI]d: *([\w@.-]+)")
+_COMPACTION = "agent-acompact-"
 
 
 class _Session:
-    def __init__(self) -> None:
+    def __init__(self, folded: set[str] = frozenset()) -> None:
+        self.folded = folded  # sub-agents whose own files are read with the session
+        self.agent_calls: dict[str, str] = {}  # sub-agent id -> tool_use id of its launching call
         self.out = StepList()
         self.blocks: dict[str, set[bytes]] = {}  # message id -> blocks already emitted
         self.usage_done: set[str] = set()
@@ -65,8 +84,31 @@ class _Session:
                          **base, **ctx)
         elif kind == "result":
             self.result = plain(rec)
+        elif kind == "progress" and self.agent_progress(rec):
+            return
         elif kind not in _STATE_LINES:
             self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
+
+    def agent_progress(self, rec: dict) -> bool:
+        """Note which call a sub-agent's progress line belongs to; True when the line only repeats
+        a sub-agent read from its own file."""
+        data = obj(rec.get("data"))
+        agent_id, call = str_or_none(data.get("agentId")), str_or_none(rec.get("parentToolUseID"))
+        if data.get("type") != "agent_progress" or not agent_id:
+            return False
+        if call:
+            self.agent_calls.setdefault(agent_id, call)
+        return agent_id in self.folded
+
+    def launched(self, rec: dict, block: dict) -> None:
+        """Note the sub-agent a Task/Agent result names, from ``toolUseResult`` or the result text."""
+        call = str_or_none(block.get("tool_use_id"))
+        agent_id = str_or_none(obj(rec.get("toolUseResult")).get("agentId"))
+        if agent_id is None:
+            found = _AGENT_ID_IN_TEXT.search(as_text(block.get("content")))
+            agent_id = found.group(1) if found else None
+        if call and agent_id:
+            self.agent_calls.setdefault(agent_id, call)
 
     def message(self, lineno: int, rec: dict, agent: str, base: dict, ctx: dict) -> None:
         msg = obj(rec.get("message"))
@@ -106,6 +148,7 @@ class _Session:
                                     **base, **ctx)
                 if block.get("is_error"):
                     step.attributes["is_error"] = True
+                self.launched(rec, block)
             else:
                 self.out.add(id=sid, kind="message", role=role, agent=who, content=f"[{btype}]", **base, **ctx)
         if role == "assistant":
@@ -134,8 +177,21 @@ class ClaudeCode(Importer):
         stream_json = any(ln.get("type") == "result" and "subtype" in ln and "session_id" in ln for ln in lines)
         return any(_is_transcript(ln) for ln in lines) or stream_json
 
+    def skip_reason(self, path: Path, walked: bool) -> str | None:
+        session = session_of(path)
+        if session is None:
+            return None
+        if session.is_file():
+            if path.name.startswith(_COMPACTION):
+                return f"context-compaction transcript of the session {session}, left out"
+            return f"sub-agent transcript, imported with its session {session}"
+        if walked:
+            return f"sub-agent transcript whose session {session.name} is absent; name the file to import it alone"
+        return None
+
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        s = _Session()
+        files = subagent_files(path) if session_of(path) is None else []
+        s = _Session(folded={_agent_id(f) for f in files if not f.name.startswith(_COMPACTION)})
         skipped = opts.extra.setdefault("skipped_lines", [])
         for lineno, rec in iter_jsonl(path, opts, skipped):
             s.line(lineno, rec, path)
@@ -144,19 +200,116 @@ class ClaudeCode(Importer):
         if s.result is not None:
             outcome = "failure" if s.result.get("is_error") else "unknown"
             meta[HIDDEN] = {"result": s.result}
-        agents = sorted({st.agent for st in s.out.steps if st.agent and st.agent not in ("user", "environment", "system")})
-        meta["agents"] = agents
+        main = s.out.require(path, "messages")
+        task = next((st.content for st in main if st.role == "user" and st.kind == "message"), None)
+        steps, more = main, []
+        if files:
+            steps, meta["subagents"], more = _fold_subagents(main, files, s, opts)
+        warnings = s.out.warnings() + more
+        meta["agents"] = sorted({st.agent for st in steps if st.agent and st.agent not in ("user", "environment", "system")})
+        title = s.title or f"claude session {session}"
+        if session_of(path) is not None:
+            title = f"claude sub-agent {_agent_id(path)} of session {session}"
         traj = Trajectory(
             id=stable_id(self.name, session, path.name),
             source_format=self.name,
             source_path=str(path),
-            title=s.title or f"claude session {session}",
+            title=title,
             system="Claude Code",
             model=s.model,
-            task=next((st.content for st in s.out.steps if st.role == "user" and st.kind == "message"), None),
+            task=task,
             outcome=outcome,
             metadata=meta,
             raw=path.read_bytes(),
-            steps=s.out.require(path, "messages"),
+            steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=s.out.warnings())
+        yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+
+
+def session_of(path: Path) -> Path | None:
+    """The session file (there or not) of a sub-agent transcript ``<sessionId>/subagents/agent-*.jsonl``;
+    None for any other file."""
+    if path.parent.name == "subagents" and path.name.startswith("agent-") and path.suffix == ".jsonl":
+        folder = path.parent.parent
+        return folder.parent / f"{folder.name}.jsonl"
+    return None
+
+
+def subagent_files(session: Path) -> list[Path]:
+    """The sub-agent transcripts Claude Code wrote beside the session file ``session``."""
+    folder = session.parent / session.stem / "subagents"
+    return sorted(f for f in folder.glob("agent-*.jsonl") if f.is_file()) if folder.is_dir() else []
+
+
+def _agent_id(path: Path) -> str:
+    return path.stem.removeprefix("agent-")
+
+
+def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
+                    opts: ImportOptions) -> tuple[list[Step], list[dict], list[str]]:
+    """The session's steps with each sub-agent's folded in under its launching call, the
+    sub-agents as metadata (with each file's hash, so a change to one is a change to the
+    trajectory), and warnings."""
+    calls = {st.call_id: st for st in main if st.kind == "tool_call" and st.tool_name in _SUBAGENT_TOOLS}
+    order, parents = list(main), {id(st): main[st.parent] if st.parent is not None else None for st in main}
+    described, warnings = [], []
+    for f in files:
+        data = f.read_bytes()
+        info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": hashlib.sha256(data).hexdigest()}
+        if f.name.startswith(_COMPACTION):
+            described.append({**info, "folded": False})
+            warnings.append(f"{f.name}: context-compaction transcript, not folded in")
+            continue
+        sub, bad = _Session(), []
+        for lineno, rec in iter_jsonl(f, opts, bad):
+            sub.line(lineno, rec, f)
+        if bad:
+            warnings.append(f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")
+        s.out.unknown.update(sub.out.unknown)
+        agent_id = _agent_id(f)
+        call = calls.get(s.agent_calls.get(agent_id)) or _call_by_prompt(calls.values(), sub.out.steps)
+        name = next((st.agent for st in sub.out.steps if st.role == "assistant"), f"subagent {agent_id}")
+        for st in sub.out.steps:
+            st.id = f"{f.stem} {st.id}"
+            parents[id(st)] = call
+            if call is not None and st.role == "user" and st.kind == "message":
+                st.agent, st.recipient = call.agent, name  # the prompt is the launching agent's
+        _insert(order, sub.out.steps, call)
+        described.append({**info, "agent_id": agent_id, "call_id": call.call_id if call else None,
+                          "model": sub.model, "steps": len(sub.out.steps), "folded": True})
+        if call is None and sub.out.steps:
+            warnings.append(f"{f.name}: launching Task call not found; folded in by time")
+    for i, st in enumerate(order):
+        st.index = i
+    for st in order:
+        parent = parents[id(st)]
+        st.parent = parent.index if parent is not None else None
+    return order, described, warnings
+
+
+def _call_by_prompt(calls, steps: list[Step]) -> Step | None:
+    """The Task/Agent call whose ``prompt`` is the sub-agent's first user message."""
+    first = next((st.content for st in steps if st.role == "user" and st.kind == "message"), None)
+    for call in calls:
+        prompt = obj(parse_json_maybe(call.tool_args)).get("prompt")
+        if first is not None and isinstance(prompt, str) and prompt.strip() == first.strip():
+            return call
+    return None
+
+
+def _insert(order: list[Step], steps: list[Step], call: Step | None) -> None:
+    """Put a sub-agent's steps into ``order``: after its launching call, each one after every step
+    that happened no later than it (in its place among parallel sub-agents and the session)."""
+    if call is not None:
+        pos = next(i for i, st in enumerate(order) if st is call) + 1
+    else:
+        pos = 0 if steps and steps[0].timestamp else len(order)
+    for st in steps:
+        while pos < len(order) and _no_later(order[pos], st):
+            pos += 1
+        order.insert(pos, st)
+        pos += 1
+
+
+def _no_later(a: Step, b: Step) -> bool:
+    return a.timestamp is not None and b.timestamp is not None and a.timestamp <= b.timestamp

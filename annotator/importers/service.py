@@ -145,6 +145,9 @@ def import_file(
         else:
             importer = detect(path, opts)
         result.format = importer.name
+        result.skipped = importer.skip_reason(path, walked)
+        if result.skipped:
+            return result
         with write(db), record_values(path):
             stubs: list[ImportedRecord] = []
             held = 0  # labels in ``stubs``

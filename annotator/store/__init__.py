@@ -29,6 +29,6 @@ def _load_sqlite_utils() -> None:
 
 _load_sqlite_utils()
 
-from annotator.store.db import open_db, write  # noqa: E402
+from annotator.store.db import data_version, open_db, write  # noqa: E402
 
-__all__ = ["open_db", "write"]
+__all__ = ["data_version", "open_db", "write"]

@@ -48,6 +48,16 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     return db
 
 
+def data_version(db: sqlite_utils.Database) -> int:
+    """A number that changes when another connection (another process) commits to the file.
+
+    SQLite's ``PRAGMA data_version``: this connection's own commits leave it unchanged, so a
+    front end polling it learns of other annotators' and pre-labelling runs' writes only, and
+    reading it costs a look at the shared WAL index, no query over any table.
+    """
+    return db.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
 @contextmanager
 def write(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     """One write transaction: all of it is committed, or none of it.

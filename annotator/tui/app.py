@@ -5,17 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App
+from textual.screen import ModalScreen
 
 from annotator.annotation import AnnotationSession, default_annotator
-from annotator.store import open_db
+from annotator.store import data_version, open_db
 from annotator.tui.keys import check_hotkeys
 from annotator.tui.screens.queue import QueueScreen
 from annotator.tui.screens.replay import ReplayScreen
 from taxonomy import Taxonomy, load_taxonomy
 
+#: Seconds between two looks at whether another process (a second annotator, a pre-labelling
+#: run) committed to the database; a look is one pragma, so an idle app costs nothing more.
+POLL_S = 1.0
+
 
 class AnnotatorApp(App[None]):
-    """Queue → replay → (compare, help, modals), for one annotator on one database."""
+    """Queue → replay → (compare, help, modals), for one annotator on one database.
+
+    What other processes write shows up on its own: a timer compares the store's data version
+    and, when it moved, the screens in view redraw what they read from the database.
+    """
 
     CSS_PATH = "app.tcss"
     TITLE = "mast annotate"
@@ -33,9 +42,28 @@ class AnnotatorApp(App[None]):
         self.replay_positions: dict[str, tuple[bool, int]] = {}
         """Per trajectory left in this run of the app: (review mode?, furthest step revealed)."""
         self._sessions: dict[str, AnnotationSession] = {}
+        self._store_version = data_version(self.db)
 
     def on_mount(self) -> None:
         self.push_screen(QueueScreen())
+        self.set_interval(POLL_S, self.poll_store)
+
+    def poll_store(self) -> None:
+        """Redraw the screens in view from the database when another connection committed.
+
+        Only the top screen and, under modals, the screen they cover are in view; a queue
+        hidden under a replay screen reloads anyway when it is shown again, and a screen not
+        mounted yet reads the database as it mounts.
+        """
+        version = data_version(self.db)
+        if version == self._store_version:
+            return
+        self._store_version = version
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, (QueueScreen, ReplayScreen)) and screen.is_mounted:
+                screen.show_store_changes()
+            if not isinstance(screen, ModalScreen):
+                break
 
     def session(self, trajectory_id: str) -> AnnotationSession:
         """The annotation session of a trajectory; kept, so undo still works after coming back."""

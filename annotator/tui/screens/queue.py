@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets.data_table import ColumnKey
 
 from annotator import queue as work
 from annotator.store.trajectories import distinct_values
@@ -35,6 +36,11 @@ class QueueScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[work.QueueRow] = []
+        self.columns: list[ColumnKey] = []
+        self._header_text = Text()
+        self.search: str | None = None
+        """The search submitted last: one still being typed filters nothing, even when the rows are
+        rebuilt because another process wrote."""
 
     def compose(self) -> ComposeResult:
         db = self.app.db
@@ -57,7 +63,7 @@ class QueueScreen(Screen[None]):
         if not self.app.blind:
             columns[4:4] = ["outcome"]
             columns.append("suggested")
-        table.add_columns(*columns)
+        self.columns = table.add_columns(*columns)
         self.reload()
         table.focus()
 
@@ -68,35 +74,65 @@ class QueueScreen(Screen[None]):
         value = self.query_one(f"#{widget_id}", Select).value
         return None if value is Select.NULL else str(value)
 
-    def reload(self) -> None:
-        app = self.app
-        table = self.query_one(DataTable)
-        keep = table.cursor_row
-        self.rows = work.queue(
-            app.db,
-            app.annotator,
+    def _query(self) -> list[work.QueueRow]:
+        return work.queue(
+            self.app.db,
+            self.app.annotator,
             system=self._filter("system"),
             model=self._filter("model"),
             status=self._filter("status"),
-            search=self.query_one("#search", Input).value.strip() or None,
+            search=self.search,
         )
+
+    def _cells(self, r: work.QueueRow) -> list[Text]:
+        s = r.summary
+        # Formats that name no system (a chat log, a span export) show their format instead.
+        system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
+        cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
+        if not self.app.blind:
+            cells.append(Text(s.outcome))
+        cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
+        if not self.app.blind:
+            cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
+        return cells
+
+    def reload(self, follow: str | None = None) -> None:
+        """Query and redraw every row; the cursor goes to ``follow`` (default: the trajectory opened
+        last), else stays at its row number."""
+        app = self.app
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        follow = follow or app.last_opened
+        self.rows = self._query()
         app.queue_ids = [r.summary.id for r in self.rows]
         table.clear()
         for r in self.rows:
-            s = r.summary
-            # Formats that name no system (a chat log, a span export) show their format instead.
-            system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
-            cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
-            if not app.blind:
-                cells.append(Text(s.outcome))
-            cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
-            if not app.blind:
-                cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
-            table.add_row(*cells, key=s.id)
+            table.add_row(*self._cells(r), key=r.summary.id)
         if self.rows:
             ids = app.queue_ids
-            row = ids.index(app.last_opened) if app.last_opened in ids else min(keep, len(self.rows) - 1)
+            row = ids.index(follow) if follow in ids else min(keep, len(self.rows) - 1)
             table.move_cursor(row=row)
+        self._header()
+
+    def show_store_changes(self) -> None:
+        """Another process wrote (a status, a run's suggestions, an import): show the new state.
+
+        When the same trajectories are listed, only the rows that changed are rewritten, so the
+        cursor and the scroll position stay; otherwise the list is rebuilt around the same row.
+        """
+        table = self.query_one(DataTable)
+        rows = self._query()
+        if [r.summary.id for r in rows] != self.app.queue_ids:
+            y = table.scroll_y
+            under = self.rows[table.cursor_row].summary.id if self.rows else None
+            self.reload(follow=under)
+            table.scroll_to(y=y, animate=False)
+            return
+        for old, new in zip(self.rows, rows):
+            if old != new:
+                for column, cell in zip(self.columns, self._cells(new)):
+                    table.update_cell(new.summary.id, column, cell)
+        self.rows = rows
         self._header()
 
     def _header(self) -> None:
@@ -112,9 +148,12 @@ class QueueScreen(Screen[None]):
             out.append("   nothing to annotate yet: mast import PATH, or mast annotate PATH", style="bold #ffd75f")
         if self.app.blind:
             out.append("   [BLIND]", style="bold #ff8787")
-        self.query_one("#queue-header", Static).update(out)
+        if out != self._header_text:
+            self._header_text = out
+            self.query_one("#queue-header", Static).update(out)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.search = event.value.strip() or None
         self.reload()
         self.query_one(DataTable).focus()
 

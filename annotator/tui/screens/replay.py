@@ -133,7 +133,14 @@ class ReplayScreen(Screen[None]):
                 for i in s.cited_steps:
                     marks.setdefault(i, "◇")
         self.query_one(StepList).set_marks(marks)
-        self.query_one("#replay-header", Static).update(self._header())
+
+    def show_store_changes(self) -> None:
+        """Another process wrote (a tag of someone else, a run's suggestions): redraw the labels.
+
+        The cursor, the replay position and the step view stay as they are; the panel and the
+        step list's marks are redrawn only where what they show changed.
+        """
+        self._refresh_labels()
 
     def _move(self, index: int) -> None:
         if self.n_steps == 0:

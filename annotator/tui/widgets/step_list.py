@@ -69,8 +69,10 @@ class StepList(ScrollView, can_focus=False):
             self.refresh(Region(0, previous - top, width, 1), Region(0, cursor - top, width, 1))
 
     def set_marks(self, marks: dict[int, str]) -> None:
-        self.marks = marks
-        self.refresh()
+        """Marks (onset, evidence, cited step...) by step index; the list is redrawn only if they changed."""
+        if marks != self.marks:
+            self.marks = marks
+            self.refresh()
 
     def preview(self, index: int) -> StepPreview | None:
         if index not in self._cache:

@@ -134,10 +134,15 @@ class TaxonomyPanel(VerticalScroll, can_focus=False):
         yield Static(id="taxonomy-body")
 
     def show(self, state: PanelState) -> None:
-        self._state = state
-        width = self.scrollable_content_region.width or NAME_WIDTH + _LINE_EXTRA
-        self.query_one("#taxonomy-body", Static).update(render_panel(state, width))
+        """Draw ``state``; the same state as shown already is not drawn again (nor scrolled)."""
+        if state != self._state:
+            self._state = state
+            self._draw()
+
+    def _draw(self) -> None:
+        if self._state is not None:
+            width = self.scrollable_content_region.width or NAME_WIDTH + _LINE_EXTRA
+            self.query_one("#taxonomy-body", Static).update(render_panel(self._state, width))
 
     def on_resize(self) -> None:
-        if self._state is not None:
-            self.show(self._state)
+        self._draw()
