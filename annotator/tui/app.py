@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+import termios
 from pathlib import Path
 
 from textual.app import App
@@ -47,6 +51,24 @@ class AnnotatorApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(QueueScreen())
         self.set_interval(POLL_S, self.poll_store)
+        if not self.is_headless:
+            self.set_interval(POLL_S, self.exit_if_terminal_gone)
+
+    def exit_if_terminal_gone(self) -> None:
+        """Quit once the terminal has hung up (its window closed, an ssh link dropped).
+
+        The hang-up signal does not always reach the app: ``make demo``'s make takes it and
+        waits for its child, and the input thread then reads end-of-file from the dead terminal
+        in a loop, a core spinning for nothing. Every action is already in the database, so
+        quitting loses nothing; and it is immediate, because Textual's orderly shutdown would
+        wait forever to write the terminal-restoring sequences to a terminal that is gone.
+        """
+        try:
+            termios.tcgetattr(sys.__stdin__.fileno())
+        except termios.error as exc:
+            if exc.args and exc.args[0] == errno.EIO:
+                self.db.close()
+                os._exit(0)
 
     def poll_store(self) -> None:
         """Redraw the screens in view from the database when another connection committed.

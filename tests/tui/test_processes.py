@@ -59,6 +59,26 @@ def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
     assert (current["FM-2.3"].onset_step, current["FM-2.3"].note) == (3, "keeps drifting")
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_the_app_quits_when_its_terminal_hangs_up_without_a_signal(tui_db):
+    """Under ``make demo`` the hang-up signal stops at make; here the shell ignores it for the app."""
+    session = f"mast-hangup-{os.getpid()}"
+    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
+          f"trap '' HUP; exec {MAST} --db {tui_db} annotate --annotator alice")
+    try:
+        _wait_for(session, "Queue of alice")
+        pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
+    alive = Path(f"/proc/{pid}").exists()
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the app kept running on a terminal that had hung up"
+
+
 def test_two_annotators_in_two_processes_lose_no_write(tui_db):
     keys = ["R"] + [k for step in range(11) for k in ("1", "q", "a", "j")]
     procs = [
