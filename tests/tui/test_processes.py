@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,21 @@ def _tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
 
 
+@contextmanager
+def _in_tmux(name: str, command: str) -> Iterator[str]:
+    """A tmux session running ``command`` in a 140×42 terminal, killed on the way out."""
+    session = f"mast-{name}-{os.getpid()}"
+    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42", command)
+    try:
+        yield session
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def _pane_pid(session: str) -> int:
+    return int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+
+
 def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
     deadline = time.monotonic() + timeout
     screen = ""
@@ -36,10 +53,7 @@ def _wait_for(session: str, text: str, timeout: float = 20.0) -> str:
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
-    session = f"mast-kill-{os.getpid()}"
-    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
-          f"exec {MAST} --db {tui_db} annotate --annotator alice")
-    try:
+    with _in_tmux("kill", f"exec {MAST} --db {tui_db} annotate --annotator alice") as session:
         _wait_for(session, "Queue of alice")
         _tmux("send-keys", "-t", session, "Enter")
         _wait_for(session, "[REPLAY]")
@@ -49,10 +63,7 @@ def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
         _tmux("send-keys", "-t", session, "-l", "keeps drifting")
         _tmux("send-keys", "-t", session, "Enter")
         _wait_for(session, "note on FM-2.3 saved")
-        pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
-        os.kill(pid, signal.SIGKILL)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        os.kill(_pane_pid(session), signal.SIGKILL)
     db = open_db(tui_db)
     current = {lab.mode_id: lab for lab in labels.current_labels(db, "t1", "alice")}
     assert current["FM-1.3"].onset_step == 2
@@ -62,14 +73,9 @@ def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 def test_the_app_quits_when_its_terminal_hangs_up_without_a_signal(tui_db):
     """Under ``make demo`` the hang-up signal stops at make; here the shell ignores it for the app."""
-    session = f"mast-hangup-{os.getpid()}"
-    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
-          f"trap '' HUP; exec {MAST} --db {tui_db} annotate --annotator alice")
-    try:
+    with _in_tmux("hangup", f"trap '' HUP; exec {MAST} --db {tui_db} annotate --annotator alice") as session:
         _wait_for(session, "Queue of alice")
-        pid = int(_tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        pid = _pane_pid(session)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
         time.sleep(0.2)
@@ -103,11 +109,6 @@ def test_annotate_imports_the_paths_given_then_opens_on_them(tmp_path):
     samples = HERE.parents[1] / "trajectories"
     reference = open_db(tmp_path / "reference.db")
     expected = import_paths(reference, [samples]).total("imported")
-    session = f"mast-import-{os.getpid()}"
-    _tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "42",
-          f"exec {MAST} --db {tmp_path / 'fresh.db'} annotate {samples} --annotator alice")
-    try:
+    with _in_tmux("import", f"exec {MAST} --db {tmp_path / 'fresh.db'} annotate {samples} --annotator alice") as session:
         _wait_for(session, f"Queue of alice   0/{expected} done")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert expected >= 10
