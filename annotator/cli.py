@@ -133,9 +133,9 @@ def _import(db, paths, fmt, opts, quiet: bool):
     """Import with a progress bar, print one line per file (unless quiet) and the totals."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from annotator.importers.service import expand_paths, import_paths
+    from annotator.importers.service import import_planned, plan_imports
 
-    files = expand_paths(paths)
+    files = plan_imports(paths)
     if not files:
         _fail("no files match " + " ".join(paths))
     with Progress(
@@ -153,7 +153,7 @@ def _import(db, paths, fmt, opts, quiet: bool):
         def step(result):
             bar.update(task, advance=1, description=escape(Path(result.path).name))
 
-        summary = import_paths(db, paths, fmt, opts, progress=step)
+        summary = import_planned(db, files, fmt, opts, progress=step)
     for f in summary.files:
         if not quiet:
             _print_file_result(f)

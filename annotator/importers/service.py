@@ -69,11 +69,12 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 
     A run folder that an importer reads as a whole (see ``Importer.claims_dir``) is one path.
     """
-    return [p for p, _ in _expand(paths)]
+    return [p for p, _ in plan_imports(paths)]
 
 
-def _expand(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
-    """(path, whether a folder walk found it) for every path to import."""
+def plan_imports(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(path, whether a folder walk found it) for every path to import, as ``expand_paths`` orders them;
+    walked once, so a caller that shows progress can count the files and then import them."""
     out: list[tuple[Path, bool]] = []
     for p in paths:
         p = Path(p)
@@ -212,8 +213,19 @@ def import_paths(
     progress: Callable[[FileResult], None] | None = None,
 ) -> ImportSummary:
     """Import every file the paths name; one result per file, in order."""
+    return import_planned(db, plan_imports(paths), fmt, opts, progress)
+
+
+def import_planned(
+    db: Database,
+    plan: Iterable[tuple[Path, bool]],
+    fmt: str | None = None,
+    opts: ImportOptions | None = None,
+    progress: Callable[[FileResult], None] | None = None,
+) -> ImportSummary:
+    """Import the files of a :func:`plan_imports` plan; one result per file, in order."""
     summary = ImportSummary()
-    for path, walked in _expand(paths):
+    for path, walked in plan:
         file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {}})
         result = import_file(db, path, fmt, file_opts, walked=walked)
         summary.files.append(result)
