@@ -13,6 +13,8 @@ from sqlite_utils import Database
 
 from annotator.models import ReviewStatus
 from annotator.store import review, suggestions
+from annotator.store.bulk import count_trajectories
+from annotator.store.review_counts import status_counts
 from annotator.store.trajectories import TrajectoryFilter, TrajectorySummary, list_trajectories
 
 
@@ -55,9 +57,8 @@ def queue(
 
 def progress(db: Database, annotator: str) -> Progress:
     """Overall progress of the annotator over every trajectory in the database."""
-    states = [s.status for s in review.review_states(db, annotator)]
-    total = len(list_trajectories(db))
-    return Progress(states.count("done"), states.count("in_progress"), total)
+    counts = status_counts(db, annotator)
+    return Progress(counts.get("done", 0), counts.get("in_progress", 0), count_trajectories(db))
 
 
 def next_unfinished(rows: list[QueueRow], after: str | None = None) -> QueueRow | None:
