@@ -96,14 +96,14 @@ class QueueScreen(Screen[None]):
             cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
         return cells
 
-    def reload(self, follow: str | None = None) -> None:
-        """Query and redraw every row; the cursor goes to ``follow`` (default: the trajectory opened
-        last), else stays at its row number."""
+    def reload(self, follow: str | None = None, rows: list[work.QueueRow] | None = None) -> None:
+        """Redraw every row (``rows`` if already read, else queried); the cursor goes to ``follow``
+        (default: the trajectory opened last), else stays at its row number."""
         app = self.app
         table = self.query_one(DataTable)
         keep = table.cursor_row
         follow = follow or app.last_opened
-        self.rows = self._query()
+        self.rows = self._query() if rows is None else rows
         app.queue_ids = [r.summary.id for r in self.rows]
         table.clear()
         for r in self.rows:
@@ -125,7 +125,7 @@ class QueueScreen(Screen[None]):
         if [r.summary.id for r in rows] != self.app.queue_ids:
             y = table.scroll_y
             under = self.rows[table.cursor_row].summary.id if self.rows else None
-            self.reload(follow=under)
+            self.reload(follow=under, rows=rows)
             table.scroll_to(y=y, animate=False)
             return
         for old, new in zip(self.rows, rows):
