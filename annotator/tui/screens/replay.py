@@ -182,10 +182,11 @@ class ReplayScreen(Screen[None]):
         if self.review_mode:
             self._move(self.cursor + 1)
             return
+        before = self.revealed
         if self.revealed + 1 < self.n_steps:
             self.revealed += 1
         self._move(self.revealed)
-        self._revealed_attribution()
+        self._revealed_attribution(before)
 
     def action_toggle_review(self) -> None:
         self.review_mode = not self.review_mode
@@ -214,14 +215,17 @@ class ReplayScreen(Screen[None]):
 
     def _jump(self, index: int) -> None:
         """Go to ``index``, revealing up to it in replay mode."""
+        before = self.revealed
         if not self.review_mode and index > self.revealed:
             self.revealed = min(index, self.n_steps - 1)
         self._move(index)
-        self._revealed_attribution()
+        self._revealed_attribution(before)
 
-    def _revealed_attribution(self) -> None:
-        """Redraw the labels when the step just reached in replay mode carries an attribution."""
-        if not self.review_mode and any(a.step is not None and a.step <= self.revealed for a in self.attributions):
+    def _revealed_attribution(self, before: int) -> None:
+        """Redraw the labels when a step revealed since ``before`` (in replay mode) carries an attribution."""
+        if not self.review_mode and any(
+            a.step is not None and before < a.step <= self.revealed for a in self.attributions
+        ):
             self._refresh_labels()
 
     def action_jump_cited(self) -> None:
