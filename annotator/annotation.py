@@ -71,6 +71,15 @@ class Suggestion:
         return steps + [s for s in self.label.evidence_steps if s not in steps]
 
 
+@dataclass(frozen=True)
+class LabelsView:
+    """What the labels panel shows, per mode id: own labels, runs' suggestions, other people's labels."""
+
+    labels: dict[str, Label]
+    suggestions: dict[str, list[Suggestion]]
+    others: dict[str, list[Label]]
+
+
 @dataclass
 class _Undo:
     """One undoable action: the label rows it wrote, the review status it replaced, and for a
@@ -117,13 +126,25 @@ class AnnotationSession:
             for lab in label_store.current_labels(self.db, self.trajectory_id, self.annotator)
         }
 
+    def view(self, *, blind: bool = False) -> LabelsView:
+        """Own labels, runs' suggestions and other people's labels from one read of the current
+        labels (what a redraw needs); ``blind`` leaves suggestions and others empty."""
+        current = label_store.current_labels(self.db, self.trajectory_id)
+        own = {lab.mode_id: lab for lab in current if lab.annotator == self.annotator}
+        if blind:
+            return LabelsView(own, {}, {})
+        return LabelsView(own, self._suggestions(current), self._others(current))
+
     def status(self) -> ReviewStatus:
         return review.get_review(self.db, self.trajectory_id, self.annotator).status
 
     def others(self) -> dict[str, list[Label]]:
         """Current labels of other people (not runs) per mode id."""
+        return self._others(label_store.current_labels(self.db, self.trajectory_id))
+
+    def _others(self, current: list[Label]) -> dict[str, list[Label]]:
         out: dict[str, list[Label]] = {}
-        for lab in label_store.current_labels(self.db, self.trajectory_id):
+        for lab in current:
             if lab.annotator != self.annotator and not is_run_annotator(lab.annotator):
                 out.setdefault(lab.mode_id, []).append(lab)
         return out
@@ -134,10 +155,13 @@ class AnnotationSession:
 
     def suggestions(self) -> dict[str, list[Suggestion]]:
         """Runs' "present" labels per mode id, each with this annotator's decision."""
+        return self._suggestions(label_store.current_labels(self.db, self.trajectory_id))
+
+    def _suggestions(self, current: list[Label]) -> dict[str, list[Suggestion]]:
         decisions = label_store.suggestion_decisions(self.db, self.trajectory_id, self.annotator)
         known_runs: dict[int, LabelRun | None] = {}
         out: dict[str, list[Suggestion]] = {}
-        for lab in label_store.current_labels(self.db, self.trajectory_id):
+        for lab in current:
             if not is_run_annotator(lab.annotator) or lab.verdict != "present":
                 continue
             run = None

@@ -152,6 +152,18 @@ def test_disagreements_between_two_annotators(session, db):
     assert disagreements(db, "t1", "alice", "dataset", TAX)[0].mode_id == "FM-1.2", "no onset: nothing to compare on FM-1.1"
 
 
+def test_one_read_gives_the_same_labels_suggestions_and_others(session, db):
+    _suggest(db)
+    session.toggle("FM-1.1", 1)
+    AnnotationSession(db, "t1", "bob", TAX).toggle("FM-1.2", 5)
+    view = session.view()
+    assert view.labels == session.labels() and list(view.labels) == ["FM-1.1"]
+    assert view.suggestions == session.suggestions() and list(view.suggestions) == ["FM-1.3"]
+    assert view.others == session.others() and list(view.others) == ["FM-1.2"]
+    blind = session.view(blind=True)
+    assert (blind.labels, blind.suggestions, blind.others) == (session.labels(), {}, {})
+
+
 def test_queue_filters_progress_and_next_unfinished(db):
     for tid, system in (("a", "AG2"), ("b", "AG2"), ("c", "MetaGPT")):
         save_trajectory(db, _traj(tid, system))

@@ -108,9 +108,8 @@ class ReplayScreen(Screen[None]):
         self.query_one("#status-line", Static).update(Text(message, style=style))
 
     def _refresh_labels(self) -> None:
-        labels = self.session.labels()
-        suggestions = {} if self.blind else self.session.suggestions()
-        others = {} if self.blind else self.session.others()
+        view = self.session.view(blind=self.blind)
+        labels, suggestions, others = view.labels, view.suggestions, view.others
         # In replay mode an attribution shows once its step is revealed: it would tell the end.
         attributions = [
             a for a in self.attributions if self.review_mode or (a.step is not None and a.step <= self.revealed)
