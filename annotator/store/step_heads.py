@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 
-from annotator.errors import NotFound
 from annotator.models import Step
-from annotator.store.trajectories import _STEP_COLS, PLACEHOLDER, _placeholder_step, _placeholders, _step
+from annotator.store.trajectories import _STEP_COLS, _step, get_step
 
 #: Characters of a long content that ``step_heads.head`` keeps (migration 003_tui).
 HEAD_CHARS = 10_000
@@ -30,7 +29,7 @@ def get_step_head(db: Database, traj_id: str, index: int) -> tuple[Step, int]:
         [traj_id, index],
     ).fetchone()
     if row is None:
-        if _placeholders(db, traj_id, index, 1):
-            return _placeholder_step(traj_id, index), len(PLACEHOLDER)
-        raise NotFound(f"trajectory {traj_id!r} has no step {index}")
+        # Only a stub's placeholder has no head row; anything else raises NotFound there.
+        step = get_step(db, traj_id, index)
+        return step, len(step.content)
     return _step(row[:-1]), row[-1]

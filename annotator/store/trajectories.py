@@ -167,18 +167,20 @@ def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[Sa
     return out
 
 
-def _placeholders(db: Database, traj_id: str, start: int, limit: int | None) -> range:
-    """Indices of the placeholder steps ``start`` .. ``start + limit`` if ``traj_id`` is a stub, else none."""
+def _stub_steps(db: Database, traj_id: str, start: int, limit: int | None) -> list[Step]:
+    """Placeholder steps ``start`` .. ``start + limit`` if ``traj_id`` is a stub, else none.
+
+    The one fallback behind every step reader, so a stub reads the same everywhere.
+    """
     row = db.execute(
         "SELECT n_steps FROM trajectories WHERE id = ? AND content_hash = ?", [traj_id, STUB_HASH]
     ).fetchone()
     if row is None:
-        return range(0)
-    return range(max(start, 0), row[0] if limit is None else min(row[0], start + limit))
-
-
-def _placeholder_step(traj_id: str, index: int) -> Step:
-    return Step(index=index, id=f"{traj_id}:{index}", kind="event", content=PLACEHOLDER)
+        return []
+    end = row[0] if limit is None else min(row[0], start + limit)
+    return [
+        Step(index=i, id=f"{traj_id}:{i}", kind="event", content=PLACEHOLDER) for i in range(max(start, 0), end)
+    ]
 
 
 def _step_row(traj_id: str, s: Step) -> tuple:
@@ -400,7 +402,7 @@ def get_steps(db: Database, traj_id: str, start: int = 0, limit: int | None = No
         [traj_id, start, -1 if limit is None else limit],
     ).fetchall()
     if not rows:
-        return [_placeholder_step(traj_id, i) for i in _placeholders(db, traj_id, start, limit)]
+        return _stub_steps(db, traj_id, start, limit)
     return [_step(r) for r in rows]
 
 
@@ -409,8 +411,9 @@ def get_step(db: Database, traj_id: str, index: int) -> Step:
         f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx = ?", [traj_id, index]
     ).fetchone()
     if row is None:
-        if _placeholders(db, traj_id, index, 1):
-            return _placeholder_step(traj_id, index)
+        stub = _stub_steps(db, traj_id, index, 1)
+        if stub:
+            return stub[0]
         raise NotFound(f"trajectory {traj_id!r} has no step {index}")
     return _step(row)
 
@@ -430,8 +433,10 @@ def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) 
         [traj_id, start, limit],
     ).fetchall()
     if not rows:
-        return [StepPreview(index=i, kind="event", preview=PLACEHOLDER, length=len(PLACEHOLDER))
-                for i in _placeholders(db, traj_id, start, limit)]
+        return [
+            StepPreview(index=s.index, kind=s.kind, preview=s.content, length=len(s.content))
+            for s in _stub_steps(db, traj_id, start, limit)
+        ]
     return [
         StepPreview(index=r[0], agent=r[1], kind=r[2], tool_name=r[3], preview=r[4], length=r[5])
         for r in rows
