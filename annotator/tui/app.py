@@ -94,8 +94,7 @@ class AnnotatorApp(App[None]):
         return self._sessions[trajectory_id]
 
     def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
-        self.last_opened = trajectory_id
-        screen = ReplayScreen(self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id))
+        screen = self._replay_screen(trajectory_id)
         self.push_screen(screen)
         return screen
 
@@ -108,9 +107,14 @@ class AnnotatorApp(App[None]):
             self.notify("no more trajectories in the queue")
             return
         self.session(current).close()
-        self.last_opened = self.queue_ids[position]
-        target = self.queue_ids[position]
-        self.switch_screen(ReplayScreen(self.session(target), blind=self.blind, position=self.replay_positions.get(target)))
+        self.switch_screen(self._replay_screen(self.queue_ids[position]))
+
+    def _replay_screen(self, trajectory_id: str) -> ReplayScreen:
+        """A replay screen of the trajectory, at the position it was left; the queue follows it."""
+        self.last_opened = trajectory_id
+        return ReplayScreen(
+            self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id)
+        )
 
     def on_unmount(self) -> None:
         for session in self._sessions.values():
