@@ -50,24 +50,29 @@ class AnnotatorApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(QueueScreen())
-        self.set_interval(POLL_S, self.poll_store)
+        self.set_interval(POLL_S, self._tick)
+
+    def _tick(self) -> None:
+        """Once a second: quit if the terminal hung up (a real terminal only), else look at the store."""
         if not self.is_headless:
-            self.set_interval(POLL_S, self.exit_if_terminal_gone)
+            self.exit_if_terminal_gone()
+        self.poll_store()
 
     def exit_if_terminal_gone(self) -> None:
         """Quit once the terminal has hung up (its window closed, an ssh link dropped).
 
         The hang-up signal does not always reach the app: ``make demo``'s make takes it and
         waits for its child, and the input thread then reads end-of-file from the dead terminal
-        in a loop, a core spinning for nothing. Every action is already in the database, so
-        quitting loses nothing; and it is immediate, because Textual's orderly shutdown would
-        wait forever to write the terminal-restoring sequences to a terminal that is gone.
+        in a loop, a core spinning for nothing. Every action is already in the database and the
+        open sessions record their time spent before the exit, so quitting loses nothing; and it
+        is immediate, because Textual's orderly shutdown (and its unmount) would wait forever to
+        write the terminal-restoring sequences to a terminal that is gone.
         """
         try:
             termios.tcgetattr(sys.__stdin__.fileno())
         except termios.error as exc:
             if exc.args and exc.args[0] == errno.EIO:
-                self.db.close()
+                self._close_store()
                 os._exit(0)
 
     def poll_store(self) -> None:
@@ -117,6 +122,10 @@ class AnnotatorApp(App[None]):
         )
 
     def on_unmount(self) -> None:
+        self._close_store()
+
+    def _close_store(self) -> None:
+        """Record the open sessions' time spent, then close the database."""
         for session in self._sessions.values():
             session.close()
         self.db.close()

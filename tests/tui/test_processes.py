@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from annotator.importers.service import import_paths
-from annotator.store import labels, open_db
+from annotator.store import labels, open_db, review
 
 HERE = Path(__file__).resolve().parent
 MAST = Path(sys.executable).with_name("mast")
@@ -72,9 +72,20 @@ def test_killing_the_app_mid_session_loses_nothing_on_screen(tui_db):
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 def test_the_app_quits_when_its_terminal_hangs_up_without_a_signal(tui_db):
-    """Under ``make demo`` the hang-up signal stops at make; here the shell ignores it for the app."""
+    """Under ``make demo`` the hang-up signal stops at make; here the shell ignores it for the app.
+    Quitting so still records the time spent on the trajectory left open."""
     with _in_tmux("hangup", f"trap '' HUP; exec {MAST} --db {tui_db} annotate --annotator alice") as session:
         _wait_for(session, "Queue of alice")
+        _tmux("send-keys", "-t", session, "Enter")
+        _wait_for(session, "[REPLAY]")
+        for key in ("R", "j", "j", "3"):
+            _tmux("send-keys", "-t", session, key)
+        _wait_for(session, "FM-1.3")
+        db = open_db(tui_db)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and review.get_review(db, "t1", "alice").status == "not_started":
+            time.sleep(0.1)
+        assert review.get_review(db, "t1", "alice").seconds_spent == 0
         pid = _pane_pid(session)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
@@ -83,6 +94,7 @@ def test_the_app_quits_when_its_terminal_hangs_up_without_a_signal(tui_db):
     if alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive, "the app kept running on a terminal that had hung up"
+    assert review.get_review(db, "t1", "alice").seconds_spent > 0, "the open session's time was recorded"
 
 
 def test_two_annotators_in_two_processes_lose_no_write(tui_db):
