@@ -89,8 +89,7 @@ class Trajectory(_Model):
     """One run of an agent or multi-agent system on one task, with its steps in replay order."""
 
     # The raw original is any bytes (not always UTF-8): JSON carries it as base64.
-    model_config = ConfigDict(extra="forbid", validate_assignment=False, ser_json_bytes="base64",
-                              val_json_bytes="base64")
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this model's persisted shape.")
     id: str = Field(description="Stable id derived from the source identity or content hash.")

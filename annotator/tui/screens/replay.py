@@ -124,9 +124,8 @@ class ReplayScreen(Screen[None]):
             if lab.verdict == "present":
                 for i in lab.evidence_steps:
                     marks.setdefault(i, "+")
-        for lab in labels.values():
-            if lab.verdict == "present" and lab.onset_step is not None:
-                marks[lab.onset_step] = "●"
+                if lab.onset_step is not None:
+                    marks[lab.onset_step] = "●"
         for items in suggestions.values():
             for s in items:
                 for i in s.cited_steps:

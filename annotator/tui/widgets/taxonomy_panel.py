@@ -8,6 +8,7 @@ the annotator's own labels are passed in.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from rich.text import Text
@@ -69,10 +70,7 @@ def _suggestion(s: Suggestion) -> Text:
 def _others(others: list[Label], width: int) -> Text:
     """Other people's verdicts on one line: who tagged it (and where), how many said absent."""
     tagged = [o.annotator + (f" @{o.onset_step}" if o.onset_step is not None else "") for o in others if o.verdict == "present"]
-    rest: dict[str, int] = {}
-    for o in others:
-        if o.verdict != "present":
-            rest[o.verdict or "cleared"] = rest.get(o.verdict or "cleared", 0) + 1
+    rest = Counter(o.verdict or "cleared" for o in others if o.verdict != "present")
     parts = (["● " + ", ".join(tagged)] if tagged else []) + [f"{n} {verdict}" for verdict, n in rest.items()]
     return Text("    others: " + one_line(" · ".join(parts), width - 12), style="#87afaf")
 
