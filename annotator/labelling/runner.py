@@ -100,7 +100,7 @@ def dry_run(db: Database, labeller: LLMLabeller, ids: Sequence[str]) -> DryRun:
             if p.key in hits:
                 cached += 1
                 continue
-            i, o, c = labeller.estimate(p)
+            i, o, c = labeller.estimate(p.model, p.tokens_in)
             tin, tout, cost = tin + i, tout + o, cost + c
     known = all(labeller.prices[m].known for m in labeller.settings.models)
     return DryRun(
