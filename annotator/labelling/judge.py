@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from typing import Literal
 
 import orjson
@@ -34,7 +35,8 @@ from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailur
 from annotator.labelling.voting import majority
 from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
 from annotator.models import Trajectory
-from annotator.store.requests import cached_response, store_response
+from annotator.store.requests import cached_keys, cached_response, store_response
+from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
 
 PromptName = Literal["structured", "mast-original"]
@@ -234,3 +236,15 @@ class LLMLabeller:
             self.usage.settle(cost, self.prices[model], got_in, got_out)
         self.sent += 1
         return reply.content
+
+
+def uncached_plans(
+    db: Database, labeller: LLMLabeller, ids: Sequence[str]
+) -> tuple[int, list[tuple[str, PlannedRequest]]]:
+    """(first-round requests of ``ids``, those of them the cache does not hold with their trajectory id).
+
+    The cache is asked once for every key, not once per trajectory.
+    """
+    plans = [(tid, p) for tid in ids for p in labeller.plan(get_trajectory(db, tid))]
+    have = cached_keys(db, [p.key for _, p in plans])
+    return len(plans), [(tid, p) for tid, p in plans if p.key not in have]
