@@ -204,7 +204,7 @@ class LLMLabeller:
                 raise InvalidAnswer(f"the JSON does not match the schema: {detail}") from exc
             raise InvalidAnswer("the reply is not a JSON object") from exc
         window = [s for s in traj.steps if req.first_step <= s.index <= req.last_step]
-        return check_answer(answer, self.taxonomy, window, range(req.first_step, req.last_step + 1))
+        return check_answer(answer, self.taxonomy, window)
 
     async def _ask(
         self, traj_id: str, model: str, messages: list[dict[str, str]], key: str, tokens_in: int
