@@ -63,7 +63,7 @@ async def run_batch(
         run = run.model_copy(update={"params": run.params | {"batch_id": batch_id}})
         update_run(db, run)
     while True:
-        status, output_file, _ = await client.batch_status(batch_id)
+        status, output_file = await client.batch_status(batch_id)
         if on_status is not None:
             on_status(batch_id, status)
         if status in _DONE:

@@ -212,7 +212,7 @@ class LLMLabeller:
         hit = cached_response(self.db, key)
         if hit is not None:
             self.cached += 1
-            return hit.response
+            return hit
         if self.client is None:
             raise LabelFailure("the response is not cached and no endpoint is configured")
         tin, tout, cost = self.estimate(model, tokens_in)
