@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 from annotator import __version__
 from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
-from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from taxonomy import Taxonomy
 
@@ -50,7 +50,7 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
             "left_out": dict(frame.excluded),
             "failed": int((frame.failed == FAILED).sum()),
             "succeeded": int((frame.failed == SUCCEEDED).sum()),
-            "outcome_unknown": int((frame.failed == -1).sum()),
+            "outcome_unknown": int((frame.failed == UNKNOWN).sum()),
         },
         "seed": seed,
         "bootstrap_replicates": replicates,
@@ -71,12 +71,11 @@ def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: 
     tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
                                                                             strict=True)]
     ends = np.cumsum(counts).tolist()
-    outcome = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
     records, start = [], 0
     for i in range(shown):
         records.append({
             "trajectory": str(frame.ids[i]), "title": frame.titles[i], "system": frame.groups["system"][i],
-            "model": frame.groups["model"][i], "outcome": outcome[int(frame.failed[i])], "modes": int(counts[i]),
+            "model": frame.groups["model"][i], "outcome": OUTCOME_NAMES[int(frame.failed[i])], "modes": int(counts[i]),
             "present": " ".join(tokens[start:ends[i]]),
         })
         start = ends[i]

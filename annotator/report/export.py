@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
-from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
 from taxonomy import Taxonomy
@@ -36,7 +36,6 @@ LONG_COLUMNS = [
     "quote", "note", "rationale", "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra",
     "created_at", "system", "model", "benchmark", "outcome", "n_steps", "title",
 ]
-_OUTCOME = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
 
 
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
@@ -51,7 +50,7 @@ def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filte
 def _trajectory_fields(frame: Frame, i: int) -> dict:
     return {
         "system": _none(frame.groups["system"][i]), "model": _none(frame.groups["model"][i]),
-        "benchmark": _none(frame.groups["benchmark"][i]), "outcome": _OUTCOME[int(frame.failed[i])],
+        "benchmark": _none(frame.groups["benchmark"][i]), "outcome": OUTCOME_NAMES[int(frame.failed[i])],
         "n_steps": int(frame.n_steps[i]), "title": frame.titles[i],
     }
 
