@@ -187,31 +187,34 @@ def human_ceiling(frame: Frame, humans: list[str], pairs: list[tuple[str, str]],
     return out, note
 
 
-def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, reps: dict,
-                    ceiling: list[dict]) -> list[dict]:
+def reference_table(frame: Frame, reference: str, others: list[str], pairs: list[tuple[str, str]], totals: dict,
+                    reps: dict, pair_recs: list[dict], ceiling: list[dict]) -> list[dict]:
     """Each source against the reference: support, κ next to the human ceiling, precision, recall,
     specificity and F1, with bootstrap CIs.
 
-    Uses the replicated statistics of the pair (reference, source); the reference comes first.
+    Uses the pair (reference, source), the reference first: its replicated statistics, and its
+    rows of the pair table for n, κ with its interval and estimability (``pair_recs`` holds one
+    row per label for each pair, in the order of ``pairs``).
     """
     k = len(frame.mode_ids)
+    per_pair = len(_labels(frame))
     out = []
     for s in others:
         ref_reps = reps.get((reference, s))
-        positives = _positives(frame, [reference, s])
+        at = pairs.index((reference, s)) * per_pair
         counts = ag.split_counts(totals[("pair", reference, s)], k)
         for j, label in enumerate(_labels(frame)):
+            pair = pair_recs[at + j]
             a, b, c, d = (float(x[j]) for x in counts)
             precision, recall, f1 = ag.reference_scores(a, b, c, d)
-            estimable = bool(positives[j] >= ag.MIN_POSITIVES)
             flo, fhi = _ci(ref_reps["pa"], j) if ref_reps else (None, None)  # F1 is PA
-            klo, khi = _ci(ref_reps["kappa"], j) if ref_reps and estimable else (None, None)
             out.append({
-                "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
-                "kappa": num(ag.cohen(a, b, c, d)) if estimable else None, "kappa_ci_low": klo,
-                "kappa_ci_high": khi, **ceiling[j], "precision": num(precision), "recall": num(recall),
+                "source": s, "mode": label, "n": pair["n"], "support": int(a + b), "predicted": int(a + c),
+                "kappa": pair["kappa"], "kappa_ci_low": pair["kappa_ci_low"],
+                "kappa_ci_high": pair["kappa_ci_high"], **ceiling[j], "precision": num(precision),
+                "recall": num(recall),
                 "specificity": num(d / (c + d)) if c + d else None, "f1": num(f1), "f1_ci_low": flo,
-                "f1_ci_high": fhi, "estimable": estimable,
+                "f1_ci_high": fhi, "estimable": pair["estimable"],
             })
     return out
 
@@ -325,7 +328,7 @@ def build_agreement(
                   ["source", "mode", "kappa", "kappa_ci_low", "kappa_ci_high", "human_kappa", "human_kappa_ci_low",
                    "human_kappa_ci_high", "n", "support", "predicted", "estimable", "precision", "recall",
                    "specificity", "f1", "f1_ci_low", "f1_ci_high"],
-                  reference_table(frame, reference, others, totals, reps, ceiling),
+                  reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
     per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
