@@ -231,12 +231,16 @@ def onset_terms(diff: np.ndarray) -> np.ndarray:
     return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
 
 
-def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
+def onset_tables(frame: Frame, pairs: list[tuple[str, str]], diffs: dict, onset_totals: dict, tolerance: int,
                  replicated: dict) -> tuple[list[dict], list[dict]]:
-    """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k."""
+    """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k.
+
+    ``diffs`` holds each pair's :func:`onset_diff`, ``onset_totals`` the column sums of its
+    :func:`onset_terms` (cells with both onsets, then those within each tolerance).
+    """
     per_mode, curve = [], []
     for s1, s2 in pairs:
-        diff = onset_diff(frame, s1, s2)
+        diff = diffs[(s1, s2)]
         has = ~np.isnan(diff)
         for j, mode in enumerate(frame.mode_ids):
             d = diff[has[:, j], j]
@@ -247,16 +251,16 @@ def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
                 "mean_abs_diff": num(d.mean()) if len(d) else None,
                 "median_abs_diff": num(np.median(d)) if len(d) else None,
             })
-        filled = np.where(has, diff, np.inf)
-        reps = replicated.get(("onset", s1, s2)) if has.any() else None
+        sums = onset_totals[(s1, s2)]
+        total = sums[0]
+        reps = replicated.get(("onset", s1, s2)) if total else None
         for i, t in enumerate(ONSET_TOLERANCES):
-            total = has.sum()
             lo = hi = None
             if reps is not None:
                 lo_a, hi_a, _ = bootstrap.interval(bootstrap.ratio(reps[:, i + 1], reps[:, 0])[:, None])
                 lo, hi = num(lo_a[0]), num(hi_a[0])
             curve.append({"pair": f"{s1} ~ {s2}", "within_steps": t, "cells": int(total),
-                          "share": num((filled <= t).sum() / total) if total else None, "ci_low": lo, "ci_high": hi})
+                          "share": num(sums[i + 1] / total) if total else None, "ci_low": lo, "ci_high": hi})
     return per_mode, curve
 
 
@@ -279,12 +283,15 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
-    totals = {}
+    totals, diffs, onset_totals = {}, {}, {}
     for s1, s2 in pairs:
         terms = pair_terms(frame, s1, s2)
         totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
         plan.add(("pair", s1, s2), terms)
-        plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
+        diffs[(s1, s2)] = onset_diff(frame, s1, s2)
+        onsets = onset_terms(diffs[(s1, s2)])
+        onset_totals[(s1, s2)] = onsets.sum(axis=0)
+        plan.add(("onset", s1, s2), onsets)
     if len(sources) >= 3:
         raters = raters_of(frame, sources)
         complete = bool(raters.complete().all())
@@ -331,7 +338,7 @@ def build_agreement(
                   reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
-    per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
+    per_mode, curve = onset_tables(frame, pairs, diffs, onset_totals, tolerance, replicated)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
               ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],
