@@ -31,10 +31,10 @@ from taxonomy import Taxonomy
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
 
+#: The long form's columns: the stored label fields, with the source after the trajectory id.
 LONG_COLUMNS = [
-    "format", "schema_version", "trajectory_id", "source", "mode_id", "verdict", "onset_step", "evidence_steps",
-    "quote", "note", "rationale", "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra",
-    "created_at", "system", "model", "benchmark", "outcome", "n_steps", "title",
+    "format", "schema_version", "trajectory_id", "source", *(f for f in bulk.LABEL_FIELDS if f != "trajectory_id"),
+    "system", "model", "benchmark", "outcome", "n_steps", "title",
 ]
 
 

@@ -152,6 +152,16 @@ LABEL_FIELDS = ("trajectory_id", "mode_id", "verdict", "onset_step", "evidence_s
                 "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra", "created_at")
 
 
+def decode_label(fields: dict) -> dict:
+    """A label row's stored columns as Python values, in place: the JSON ``evidence_steps`` and
+    ``extra`` decoded, the 0/1 ``grounded`` a bool (None stays None)."""
+    fields["evidence_steps"] = loads(fields["evidence_steps"], [])
+    fields["extra"] = loads(fields["extra"], {})
+    if fields["grounded"] is not None:
+        fields["grounded"] = bool(fields["grounded"])
+    return fields
+
+
 def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
     """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order.
 
@@ -164,12 +174,7 @@ def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
         [annotator],
     )
     for row in cursor:
-        out = dict(zip(LABEL_FIELDS, row, strict=True))
-        out["evidence_steps"] = loads(out["evidence_steps"], [])
-        out["extra"] = loads(out["extra"], {})
-        if out["grounded"] is not None:
-            out["grounded"] = bool(out["grounded"])
-        yield out
+        yield decode_label(dict(zip(LABEL_FIELDS, row, strict=True)))
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
