@@ -193,15 +193,16 @@ def build_report(
     sections.append(Section("Co-occurrence", [Table("cooccurrence", "Modes together in a trajectory (count, lift)",
                                                     ["mode", "with", "together", "n", "lift"],
                                                     cooccurrence.cooccurrence(frame, present, known))]))
+    on, rel, first = onsets.onset_matrices(frame, present, lab.onset)
     sections.append(Section("Where things break", [
         Table("onsets", "Onset step per mode (absolute, relative to length) and how often it comes first",
               ["mode", "present", "with_onset", "onset_mean", "onset_median", "onset_q1", "onset_q3",
                "relative_mean", "relative_median", "comes_first", "comes_first_share"],
-              onsets.onset_records(frame, present, lab.onset)),
+              onsets.onset_records(frame, present, on, rel, first)),
         Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"],
-              onsets.relative_histogram(frame, present, lab.onset)),
+              onsets.relative_histogram(rel)),
     ]))
-    attributed = onsets.against_attributions(db, frame, present, lab.onset)
+    attributed = onsets.against_attributions(db, frame, first)
     if attributed:
         sections[-1].tables.append(Table(
             "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
