@@ -92,8 +92,9 @@ def build(
         outcome=filters.outcome,
         imported_after=filters.since,
         imported_before=filters.until,
+        tag=filters.tag,
     )
-    rows = bulk.trajectory_rows(db, flt, filters.tag)
+    rows = bulk.trajectory_rows(db, flt)
     n_total = bulk.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(rows):

@@ -36,21 +36,14 @@ def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
     ]
 
 
-def trajectory_rows(
-    db: Database, flt: TrajectoryFilter | None = None, tag: str | None = None
-) -> list[tuple]:
+def trajectory_rows(db: Database, flt: TrajectoryFilter | None = None) -> list[tuple]:
     """(id, system, model, benchmark, outcome, n_steps, title, task group) of the trajectories the filter selects.
 
     The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
     by several systems or models can be clustered without reading the task texts; it is None
-    where the task is unknown. ``tag`` selects trajectories whose metadata ``tags`` list holds it.
+    where the task is unknown.
     """
     where, params = _where(flt or TrajectoryFilter())
-    if tag is not None:
-        where.append(
-            "EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
-        )
-        params.append(tag)
     sql = (
         "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title, CASE WHEN t.task IS NULL"
         " THEN NULL ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END FROM trajectories t"
