@@ -42,9 +42,11 @@ LEAKAGE_CAVEAT = (
 
 
 def _counts(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> dict[str, np.ndarray]:
-    f = (failed == FAILED)[:, None] & known
-    s = (failed == SUCCEEDED)[:, None] & known
-    return {"nf": f.sum(0), "cf": (present & f).sum(0), "ns": s.sum(0), "cs": (present & s).sum(0)}
+    """Per mode: failed and succeeded trajectories that decided it, and those with it present
+    (the column sums of :func:`gap_columns`)."""
+    k = present.shape[1]
+    sums = gap_columns(present, known, failed).sum(axis=0)
+    return {"cf": sums[:k], "nf": sums[k:2 * k], "cs": sums[2 * k:3 * k], "ns": sums[3 * k:]}
 
 
 def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray,
