@@ -231,19 +231,23 @@ def onset_terms(diff: np.ndarray) -> np.ndarray:
     return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
 
 
-def onset_tables(frame: Frame, pairs: list[tuple[str, str]], diffs: dict, onset_totals: dict, tolerance: int,
+def onset_cells(diff: np.ndarray) -> list[np.ndarray]:
+    """Per mode: the onset differences of the cells where both sides gave an onset."""
+    has = ~np.isnan(diff)
+    return [diff[has[:, j], j] for j in range(diff.shape[1])]
+
+
+def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_totals: dict, tolerance: int,
                  replicated: dict) -> tuple[list[dict], list[dict]]:
     """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k.
 
-    ``diffs`` holds each pair's :func:`onset_diff`, ``onset_totals`` the column sums of its
+    ``cells`` holds each pair's :func:`onset_cells`, ``onset_totals`` the column sums of its
     :func:`onset_terms` (cells with both onsets, then those within each tolerance).
     """
     per_mode, curve = [], []
     for s1, s2 in pairs:
-        diff = diffs[(s1, s2)]
-        has = ~np.isnan(diff)
         for j, mode in enumerate(frame.mode_ids):
-            d = diff[has[:, j], j]
+            d = cells[(s1, s2)][j]
             per_mode.append({
                 "pair": f"{s1} ~ {s2}", "mode": mode, "both_with_onset": int(len(d)),
                 "exact": num((d == 0).mean()) if len(d) else None,
@@ -283,13 +287,14 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
-    totals, diffs, onset_totals = {}, {}, {}
+    totals, cells, onset_totals = {}, {}, {}
     for s1, s2 in pairs:
         terms = pair_terms(frame, s1, s2)
         totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
         plan.add(("pair", s1, s2), terms)
-        diffs[(s1, s2)] = onset_diff(frame, s1, s2)
-        onsets = onset_terms(diffs[(s1, s2)])
+        diff = onset_diff(frame, s1, s2)
+        cells[(s1, s2)] = onset_cells(diff)
+        onsets = onset_terms(diff)
         onset_totals[(s1, s2)] = onsets.sum(axis=0)
         plan.add(("onset", s1, s2), onsets)
     if len(sources) >= 3:
@@ -338,7 +343,7 @@ def build_agreement(
                   reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
-    per_mode, curve = onset_tables(frame, pairs, diffs, onset_totals, tolerance, replicated)
+    per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
               ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],
