@@ -91,8 +91,9 @@ class OpenAIChat(Importer):
         return "messages" in head.keys("") and head.scalars.get("messages.item.role") in CHAT_ROLES
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        raw = path.read_bytes()
         with record_values(path):
-            data = load_json(path)
+            data = load_json(path, raw)
             meta: dict = {}
             if isinstance(data, dict):
                 messages = data.get("messages")
@@ -111,7 +112,7 @@ class OpenAIChat(Importer):
                 model=model,
                 task=next((s.content for s in steps if s.role == "user"), None),
                 metadata=meta,
-                raw=path.read_bytes(),
+                raw=raw,
                 steps=steps,
             )
             item = ImportedRecord(trajectory=finish(traj, opts))

@@ -193,7 +193,8 @@ class ClaudeCode(Importer):
         files = subagent_files(path) if session_of(path) is None else []
         s = _Session(folded={_agent_id(f) for f in files if not f.name.startswith(_COMPACTION)})
         skipped = opts.extra.setdefault("skipped_lines", [])
-        for lineno, rec in iter_jsonl(path, opts, skipped):
+        raw = path.read_bytes()
+        for lineno, rec in iter_jsonl(path, opts, skipped, raw):
             s.line(lineno, rec, path)
         session = str(s.meta.get("sessionId") or s.meta.get("session_id") or path.stem)
         outcome, meta = "unknown", {"session": s.meta}
@@ -220,7 +221,7 @@ class ClaudeCode(Importer):
             task=task,
             outcome=outcome,
             metadata=meta,
-            raw=path.read_bytes(),
+            raw=raw,
             steps=steps,
         )
         yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
@@ -261,7 +262,7 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
             warnings.append(f"{f.name}: context-compaction transcript, not folded in")
             continue
         sub, bad = _Session(), []
-        for lineno, rec in iter_jsonl(f, opts, bad):
+        for lineno, rec in iter_jsonl(f, opts, bad, data):
             sub.line(lineno, rec, f)
         if bad:
             warnings.append(f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")

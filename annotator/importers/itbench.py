@@ -195,7 +195,8 @@ class ITBenchRun(Importer):
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         if not is_run_dir(path):
             raise ImportFailure(str(path), f"not an ITBench run folder (no {OUTPUT_FILE} with 'entities')")
-        diagnosis = load_json(path / OUTPUT_FILE)
+        output = (path / OUTPUT_FILE).read_bytes()
+        diagnosis = load_json(path / OUTPUT_FILE, output)
         if not isinstance(diagnosis, dict) or not isinstance(diagnosis.get("entities"), list):
             raise ImportFailure(str(path / OUTPUT_FILE), "expected an object with an 'entities' list")
         incident, trial = (path.parent.name, path.name) if path.name.isdigit() else (path.name, None)
@@ -219,7 +220,7 @@ class ITBenchRun(Importer):
                                             "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
         task = next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
         traj = Trajectory(
-            id=stable_id(self.name, incident, trial, fingerprint((path / OUTPUT_FILE).read_bytes())),
+            id=stable_id(self.name, incident, trial, fingerprint(output)),
             source_format=self.name,
             source_path=str(path),
             source_ref=f"incident {incident}, trial {trial}" if trial else f"incident {incident}",

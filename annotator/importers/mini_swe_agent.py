@@ -95,7 +95,8 @@ class MiniSWEAgent(Importer):
         return "messages" in keys and ("mini_version" in head.keys("info") or marked and "info" in keys)
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        data = load_json(path)
+        raw = path.read_bytes()
+        data = load_json(path, raw)
         info: dict = {}
         if isinstance(data, dict):
             messages = data.get("messages")
@@ -105,7 +106,6 @@ class MiniSWEAgent(Importer):
         if not isinstance(messages, list):
             raise ImportFailure(str(path), "expected a list of messages")
         steps = message_steps(messages, path)
-        raw = path.read_bytes()
         status = info.get("exit_status")
         outcome = "unknown" if not status or str(status).lower() == "submitted" else "failure"
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}

@@ -131,17 +131,17 @@ class OpenHandsV1(Importer):
         return "source" in head.keys("item") and _is_event({"kind": kind, "source": None})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        raw = path.read_bytes()
         if read_head(path, opts).kind == "jsonl":
             skipped = opts.extra.setdefault("skipped_lines", [])
-            events = [rec for _, rec in iter_jsonl(path, opts, skipped)]
+            events = [rec for _, rec in iter_jsonl(path, opts, skipped, raw)]
         else:
-            events = load_json(path)
+            events = load_json(path, raw)
             if not isinstance(events, list):
                 raise ImportFailure(str(path), "expected a list of OpenHands events")
         b = _Events()
         for i, event in enumerate(events):
             b.add(i, event, path)
-        raw = path.read_bytes()
         traj = Trajectory(
             id=stable_id(self.name, fingerprint(raw)),
             source_format=self.name,

@@ -42,8 +42,9 @@ class WhoAndWhen(Importer):
         return head.kind == "json" and {"history", "mistake_agent", "mistake_step"} <= head.keys("")
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        raw = path.read_bytes()
         with record_values(path):
-            rec = require(path, load_json(path), ("history", "mistake_agent", "mistake_step"))
+            rec = require(path, load_json(path, raw), ("history", "mistake_agent", "mistake_step"))
             history = rec["history"]
             if not isinstance(history, list):
                 raise ImportFailure(str(path), "'history' must be a list of messages")
@@ -64,7 +65,7 @@ class WhoAndWhen(Importer):
                 task=as_text(rec.get("question")) or None,
                 outcome="unknown" if correct is None else ("success" if correct else "failure"),
                 metadata=meta,
-                raw=path.read_bytes(),
+                raw=raw,
                 steps=steps,
             )
             traj = finish(traj, opts)
