@@ -23,7 +23,6 @@ twice; ``agent-acompact-*`` files (context compaction) are left out.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,8 +33,8 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, json_text, obj, parse_json_maybe, parse_time, plain, seq
-from annotator.importers.steps import str_or_none
+from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, parse_json_maybe, parse_time, plain
+from annotator.importers.steps import seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 MAIN_AGENT = "claude"
@@ -256,7 +255,7 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
     described, warnings = [], []
     for f in files:
         data = f.read_bytes()
-        info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": hashlib.sha256(data).hexdigest()}
+        info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": fingerprint(data)}
         if f.name.startswith(_COMPACTION):
             described.append({**info, "folded": False})
             warnings.append(f"{f.name}: context-compaction transcript, not folded in")

@@ -100,7 +100,7 @@ class MiniSWEAgent(Importer):
         info: dict = {}
         if isinstance(data, dict):
             messages = data.get("messages")
-            info = data.get("info") if isinstance(data.get("info"), dict) else {}
+            info = obj(data.get("info"))
         else:
             messages = data
         if not isinstance(messages, list):
@@ -109,8 +109,8 @@ class MiniSWEAgent(Importer):
         status = info.get("exit_status")
         outcome = "unknown" if not status or str(status).lower() == "submitted" else "failure"
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+        config = obj(info.get("config"))
+        model_cfg = obj(config.get("model"))
         model = model_cfg.get("model_name")
         meta = {k: v for k, v in info.items() if k not in hidden and k != "config"}
         if isinstance(data, dict) and "trajectory_format" in data:

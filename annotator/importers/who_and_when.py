@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from annotator.errors import ImportFailure
 from annotator.importers.base import (
     ImportedRecord,
@@ -27,6 +25,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json, require
+from annotator.importers.steps import plain
 from annotator.importers.log_splitters import parse_speaker
 from annotator.models import HIDDEN, Attribution, Step, Trajectory
 
@@ -94,7 +93,7 @@ def _step(path: Path, i: int, msg: object) -> Step:
         recipient=recipient,
         kind=kind,
         content=as_text(msg.get("content")),
-        raw=orjson.loads(orjson.dumps(msg, default=str)),
+        raw=plain(msg),
     )
 
 
