@@ -91,6 +91,17 @@ def load_ground_truth(folder: Path) -> dict[str, GroundTruth]:
     return out
 
 
+def _ground_truth(opts: ImportOptions) -> dict[str, GroundTruth]:
+    """The ground truths of ``opts.ground_truth``, parsed once per import: every run folder of
+    an import scores against the same folder. The mapping is shared, so it is only read."""
+    folder = Path(opts.ground_truth)
+    shared = opts.extra.setdefault("shared", {})
+    key = ("itbench ground truth", folder.resolve())
+    if key not in shared:
+        shared[key] = load_ground_truth(folder)
+    return shared[key]
+
+
 def score_diagnosis(submitted: list[str], truth: list[str]) -> tuple[float, bool, list[str]]:
     """(recall-gated precision, every root cause found, missing root causes), names compared
     case-insensitively."""
@@ -209,7 +220,7 @@ class ITBenchRun(Importer):
             meta["final_message"] = final_message
         outcome, score = "unknown", None
         if opts.ground_truth is not None:
-            truth = load_ground_truth(Path(opts.ground_truth)).get(_key(incident))
+            truth = _ground_truth(opts).get(_key(incident))
             if truth is None:
                 warnings.append(f"no ground truth for incident {incident!r} in {opts.ground_truth}")
             else:
