@@ -15,6 +15,7 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions
+from annotator.importers.detect import read_head
 
 #: Whole-file JSON parses are used up to this size; larger arrays are streamed with ijson.
 #: Measured on the 69 MB synthetic MAD corpus: the same speed either way, but a whole parse
@@ -83,6 +84,15 @@ def iter_jsonl(
                     where=f"line {lineno}",
                 ) from exc
             yield lineno, value
+
+
+def json_lines(path: Path, opts: ImportOptions, data: bytes | None = None) -> Iterator[tuple[int, object]] | None:
+    """The parsed lines of a file that holds JSON Lines (as :func:`iter_jsonl`, skipped bad lines
+    noted in ``opts.extra["skipped_lines"]`` for the summary), or None for one JSON document,
+    which the caller parses with :func:`load_json`: for formats written either way."""
+    if read_head(path, opts).kind != "jsonl":
+        return None
+    return iter_jsonl(path, opts, opts.extra.setdefault("skipped_lines", []), data)
 
 
 def require(path: Path, record: object, keys: tuple[str, ...], where: str | None = None) -> dict:
