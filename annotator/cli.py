@@ -592,13 +592,11 @@ def _sources(values: tuple[str, ...]) -> list[str]:
 def _emit(doc, fmt: str, path: str | None) -> None:
     """Render a report document in ``fmt`` to ``path`` (or stdout)."""
     if fmt == "terminal":
-        if path is None:
-            from annotator.report.render_terminal import render
-
-            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
-            return
         from annotator.report.render_terminal import render
 
+        if path is None:
+            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
+            return
         with open(path, "w", encoding="utf-8") as fh:
             render(doc, Console(file=fh, width=100, highlight=False, soft_wrap=False, color_system=None))
         err.print(Text(f"wrote {path}", style="dim"))
@@ -742,7 +740,6 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
             write(db, fmt, _sources(sources), taxonomy, fh, filters)
         partial.replace(output)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         _fail(f"{output}: cannot write: {exc.strerror or exc}")
     finally:
         partial.unlink(missing_ok=True)

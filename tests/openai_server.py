@@ -86,11 +86,13 @@ class FakeOpenAI:
 
     # -- answers -----------------------------------------------------------------------------
 
-    def answer(self, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
-        """(status, JSON body or raw bytes, headers) for a chat request; also what a batch line gets."""
+    def answer(self, body: dict[str, Any], key: str) -> tuple[int, Any, dict[str, str]]:
+        """(status, JSON body or raw bytes, headers) for a chat request; also what a batch line gets.
+
+        ``key`` is the body's ``request_key``, which the caller has already computed.
+        """
         messages = body.get("messages") or []
         text = "\n".join(str(m.get("content", "")) for m in messages)
-        key = request_key(body)
         with self._lock:
             attempt = self._seen.get(key, 0)
             self._seen[key] = attempt + 1
@@ -193,13 +195,14 @@ class FakeOpenAI:
             def _chat(self, raw: bytes) -> None:
                 body = json.loads(raw)
                 marker = _MARKER.search(json.dumps(body.get("messages")))
-                entry = {"path": self.path, "key": request_key(body), "at": time.monotonic(),
+                key = request_key(body)
+                entry = {"path": self.path, "key": key, "at": time.monotonic(),
                          "marker": marker.group(1) if marker else None,
                          "response_format": (body.get("response_format") or {}).get("type"),
                          "authorization": self.headers.get("Authorization", "")}
                 if server.latency:
                     time.sleep(server.latency)
-                status, payload, headers = server.answer(body)
+                status, payload, headers = server.answer(body, key)
                 entry["status"] = status if status else payload
                 with server._lock:
                     server.log.append(entry)
@@ -248,7 +251,7 @@ class FakeOpenAI:
             out = []
             for line in self.files[batch["input_file_id"]].decode().splitlines():
                 req = json.loads(line)
-                status, payload, _ = self.answer(req["body"])
+                status, payload, _ = self.answer(req["body"], request_key(req["body"]))
                 ok = status == 200
                 out.append(json.dumps({
                     "id": "resp-" + uuid.uuid4().hex[:8], "custom_id": req["custom_id"],

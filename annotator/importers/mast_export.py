@@ -21,14 +21,15 @@ from annotator.importers.base import ImportedRecord, Importer, ImportOptions, in
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
 from annotator.models import Label, Trajectory
+from annotator.store.bulk import LABEL_FIELDS
 from annotator.store.trajectories import STUB_HASH
 
 FORMAT_TAG = "mast-labels"
 
 _REQUIRED = ("trajectory_id", "source", "mode_id", "verdict", "provenance")
 _REQUIRED_KEYS = frozenset(_REQUIRED)
-_LABEL_FIELDS = ("onset_step", "evidence_steps", "quote", "note", "rationale", "confidence", "run_id", "grounded",
-                 "taxonomy_hash", "extra", "created_at")
+#: The optional label fields of a row: every stored label field but the required ones.
+_LABEL_FIELDS = tuple(f for f in LABEL_FIELDS if f not in _REQUIRED_KEYS)
 
 
 def _stub(row: dict, path: Path, opts: ImportOptions) -> ImportedRecord:

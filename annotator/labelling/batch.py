@@ -16,24 +16,18 @@ from collections.abc import Callable, Sequence
 import orjson
 from sqlite_utils import Database
 
-from annotator.labelling.judge import LLMLabeller, PlannedRequest
+from annotator.labelling.judge import LLMLabeller, PlannedRequest, uncached_plans
 from annotator.labelling.llm import JudgeClient
 from annotator.models import LabelRun
-from annotator.store.requests import cached_keys, store_response
+from annotator.store.requests import store_response
 from annotator.store.runs import update_run
-from annotator.store.trajectories import get_trajectory
 
 _DONE = {"completed", "failed", "expired", "cancelled"}
 
 
 def batch_requests(db: Database, labeller: LLMLabeller, ids: Sequence[str]) -> dict[str, tuple[str, PlannedRequest]]:
     """The uncached first-round requests of ``ids`` by cache key, with their trajectory id."""
-    out: dict[str, tuple[str, PlannedRequest]] = {}
-    for tid in ids:
-        plans = labeller.plan(get_trajectory(db, tid))
-        have = cached_keys(db, [p.key for p in plans])
-        out.update({p.key: (tid, p) for p in plans if p.key not in have})
-    return out
+    return {p.key: (tid, p) for tid, p in uncached_plans(db, labeller, ids)[1]}
 
 
 async def run_batch(
@@ -69,7 +63,7 @@ async def run_batch(
         run = run.model_copy(update={"params": run.params | {"batch_id": batch_id}})
         update_run(db, run)
     while True:
-        status, output_file, _ = await client.batch_status(batch_id)
+        status, output_file = await client.batch_status(batch_id)
         if on_status is not None:
             on_status(batch_id, status)
         if status in _DONE:

@@ -11,7 +11,7 @@ check out instead of trusting it (MAST's own lesson: verify externally, here app
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, ModeVerdict
 from annotator.models import Step
@@ -25,12 +25,14 @@ def normalise(text: str) -> str:
     return _WS.sub(" ", text).strip().casefold()
 
 
-def quote_in_steps(quote: str, steps: Sequence[Step], cited: Sequence[int]) -> bool:
-    """Whether ``quote`` occurs in one of the ``cited`` steps (content or tool arguments)."""
+def quote_in_steps(quote: str, by_index: Mapping[int, Step], cited: Sequence[int]) -> bool:
+    """Whether ``quote`` occurs in one of the ``cited`` steps (content or tool arguments).
+
+    ``by_index`` maps step index to step; the caller builds it once for all of an answer's quotes.
+    """
     needle = normalise(quote.strip().strip("\"'“”…").strip())
     if not needle:
         return False
-    by_index = {s.index: s for s in steps}
     for i in cited:
         step = by_index.get(i)
         if step is None:
@@ -40,16 +42,14 @@ def quote_in_steps(quote: str, steps: Sequence[Step], cited: Sequence[int]) -> b
     return False
 
 
-def check_answer(
-    answer: JudgeAnswer, taxonomy: Taxonomy, steps: Sequence[Step], allowed: range | None = None
-) -> list[ModeVerdict]:
+def check_answer(answer: JudgeAnswer, taxonomy: Taxonomy, steps: Sequence[Step]) -> list[ModeVerdict]:
     """Validate ``answer`` and turn it into verdicts with ``grounded`` set.
 
-    ``allowed`` is the range of step indices the judge was shown (a window); citing a step
-    outside it is invalid. Raises InvalidAnswer with a message fit to send back to the judge.
+    ``steps`` are the steps the judge was shown (a window); citing any other step is invalid.
+    Raises InvalidAnswer with a message fit to send back to the judge.
     """
-    indices = {s.index for s in steps}
-    allowed = allowed if allowed is not None else range(min(indices, default=0), max(indices, default=-1) + 1)
+    by_index = {s.index: s for s in steps}
+    first, last = min(by_index, default=0), max(by_index, default=-1)
     problems: list[str] = []
     seen: dict[str, ModeVerdict] = {}
     known = set(taxonomy.mode_ids)
@@ -62,16 +62,16 @@ def check_answer(
             problems.append(f"mode {mode_id} is answered more than once")
             continue
         cited = ([item.onset_step] if item.onset_step is not None else []) + list(item.evidence_steps)
-        bad = [i for i in cited if i not in allowed or i not in indices]
+        bad = [i for i in cited if i not in by_index]
         if bad:
             problems.append(
                 f"{mode_id}: step(s) {', '.join(map(str, bad))} do not exist "
-                f"(valid steps: {allowed.start}..{allowed.stop - 1})"
+                f"(valid steps: {first}..{last})"
             )
             continue
         if item.present:
             onset = item.onset_step if item.onset_step is not None else (min(cited) if cited else None)
-            grounded = bool(cited) and bool(item.quote) and quote_in_steps(item.quote or "", steps, cited)
+            grounded = bool(cited) and bool(item.quote) and quote_in_steps(item.quote or "", by_index, cited)
             seen[mode_id] = ModeVerdict(
                 mode_id=mode_id,
                 verdict="present",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from typing import Literal
 
 import orjson
@@ -34,7 +35,8 @@ from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailur
 from annotator.labelling.voting import majority
 from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
 from annotator.models import Trajectory
-from annotator.store.requests import cached_response, store_response
+from annotator.store.requests import cached_keys, cached_response, store_response
+from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
 
 PromptName = Literal["structured", "mast-original"]
@@ -62,7 +64,7 @@ class JudgeSettings(BaseModel):
 
 
 class PlannedRequest(BaseModel):
-    """One first-round request of a trajectory: which window, which voter, and its cache key."""
+    """One first-round request of a trajectory: which window, which voter, its cache key and size."""
 
     model: str
     sample: int
@@ -71,6 +73,12 @@ class PlannedRequest(BaseModel):
     last_step: int
     messages: list[dict[str, str]]
     key: str
+    tokens_in: int
+
+
+def _prompt_tokens(messages: list[dict[str, str]], model: str) -> int:
+    """Input tokens of a prompt for ``model``."""
+    return sum(count_tokens(m["content"], model) for m in messages)
 
 
 def expected_output_tokens(prompt: PromptName, n_modes: int) -> int:
@@ -134,6 +142,7 @@ class LLMLabeller:
             note = part_note(steps, len(traj.steps), k + 1, len(windows)) if steps else None
             messages = self._messages(tag, render_trajectory(traj, rendered[w.start : w.stop], tag, note))
             for model in s.models:
+                tokens_in = _prompt_tokens(messages, model)  # once per (window, model): samples share it
                 for sample in range(s.samples):
                     plans.append(
                         PlannedRequest(
@@ -144,15 +153,15 @@ class LLMLabeller:
                             last_step=steps[-1].index if steps else -1,
                             messages=messages,
                             key=self.key(model, messages, sample),
+                            tokens_in=tokens_in,
                         )
                     )
         return plans
 
-    def estimate(self, req: PlannedRequest) -> tuple[int, int, float]:
-        """(input tokens, output tokens, cost) expected for one request."""
-        tin = sum(count_tokens(m["content"], req.model) for m in req.messages)
+    def estimate(self, model: str, tokens_in: int) -> tuple[int, int, float]:
+        """(input tokens, output tokens, cost) expected for one request of ``tokens_in`` to ``model``."""
         tout = self.settings.max_output_tokens or expected_output_tokens(self.settings.prompt, len(self.taxonomy.modes))
-        return tin, tout, self.prices[req.model].cost(tin, tout)
+        return tokens_in, tout, self.prices[model].cost(tokens_in, tout)
 
     # -- labelling -------------------------------------------------------------------------
 
@@ -168,15 +177,16 @@ class LLMLabeller:
         return majority([(f"{m}#{k}", merge_windows(ws)) for (m, k), ws in votes.items()])
 
     async def _answer(self, traj: Trajectory, req: PlannedRequest) -> list[ModeVerdict]:
-        messages, key, problem = req.messages, req.key, ""
+        messages, key, tokens_in, problem = req.messages, req.key, req.tokens_in, ""
         for _ in range(self.settings.repairs + 1):
-            text = await self._ask(traj.id, req, messages, key)
+            text = await self._ask(traj.id, req.model, messages, key, tokens_in)
             try:
                 return self._read(text, traj, req)
             except InvalidAnswer as exc:
                 problem = str(exc)
             messages = repair_messages(req.messages, text, problem)
             key = self.key(req.model, messages, req.sample)
+            tokens_in = _prompt_tokens(messages, req.model)
         raise LabelFailure(
             f"{req.model}: invalid answer after {self.settings.repairs + 1} tries: {problem}"
         )
@@ -194,22 +204,24 @@ class LLMLabeller:
                 raise InvalidAnswer(f"the JSON does not match the schema: {detail}") from exc
             raise InvalidAnswer("the reply is not a JSON object") from exc
         window = [s for s in traj.steps if req.first_step <= s.index <= req.last_step]
-        return check_answer(answer, self.taxonomy, window, range(req.first_step, req.last_step + 1))
+        return check_answer(answer, self.taxonomy, window)
 
-    async def _ask(self, traj_id: str, req: PlannedRequest, messages: list[dict[str, str]], key: str) -> str:
+    async def _ask(
+        self, traj_id: str, model: str, messages: list[dict[str, str]], key: str, tokens_in: int
+    ) -> str:
         hit = cached_response(self.db, key)
         if hit is not None:
             self.cached += 1
-            return hit.response
+            return hit
         if self.client is None:
             raise LabelFailure("the response is not cached and no endpoint is configured")
-        tin, tout, cost = self.estimate(req.model_copy(update={"messages": messages}))
+        tin, tout, cost = self.estimate(model, tokens_in)
         if not self.usage.reserve(cost):
             raise BudgetExhausted(f"the next request would exceed --max-cost {self.usage.max_cost:g} USD")
         got_in = got_out = 0
         try:
             reply = await self.client.complete(
-                req.model,
+                model,
                 messages,
                 temperature=self.settings.temperature,
                 schema=self.schema,
@@ -217,10 +229,22 @@ class LLMLabeller:
             )
             got_in, got_out = reply.tokens_in or tin, reply.tokens_out
             store_response(
-                self.db, key, reply.content, model=req.model, endpoint_host=self.endpoint_host,
+                self.db, key, reply.content, model=model, endpoint_host=self.endpoint_host,
                 trajectory_id=traj_id, tokens_in=got_in, tokens_out=got_out,
             )
         finally:
-            self.usage.settle(cost, self.prices[req.model], got_in, got_out)
+            self.usage.settle(cost, self.prices[model], got_in, got_out)
         self.sent += 1
         return reply.content
+
+
+def uncached_plans(
+    db: Database, labeller: LLMLabeller, ids: Sequence[str]
+) -> tuple[int, list[tuple[str, PlannedRequest]]]:
+    """(first-round requests of ``ids``, those of them the cache does not hold with their trajectory id).
+
+    The cache is asked once for every key, not once per trajectory.
+    """
+    plans = [(tid, p) for tid in ids for p in labeller.plan(get_trajectory(db, tid))]
+    have = cached_keys(db, [p.key for _, p in plans])
+    return len(plans), [(tid, p) for tid, p in plans if p.key not in have]

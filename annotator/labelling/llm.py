@@ -102,7 +102,6 @@ class JudgeClient:
         self._wait = _Wait(backoff_initial, backoff_max)
         self._completion_type = openai.types.chat.ChatCompletion
         self.modes: dict[str, FormatMode] = {}
-        self.sent = 0
 
     def __repr__(self) -> str:  # never show the key
         return f"JudgeClient(base_url={str(self._client.base_url)!r})"
@@ -169,7 +168,6 @@ class JudgeClient:
         ):
             with attempt:
                 async with self._limit:
-                    self.sent += 1
                     # ``post`` with the finished body: ``chat.completions.create`` would walk the
                     # messages and the schema through its TypedDict transform first, which is
                     # most of the client's CPU per request and changes nothing in a plain-JSON body.
@@ -194,10 +192,10 @@ class JudgeClient:
         )
         return batch.id
 
-    async def batch_status(self, batch_id: str) -> tuple[str, str | None, str | None]:
-        """(status, output file id, error file id) of a batch."""
+    async def batch_status(self, batch_id: str) -> tuple[str, str | None]:
+        """(status, output file id) of a batch."""
         b = await self._client.batches.retrieve(batch_id)
-        return b.status, b.output_file_id, b.error_file_id
+        return b.status, b.output_file_id
 
     async def download(self, file_id: str) -> bytes:
         content = await self._client.files.content(file_id)

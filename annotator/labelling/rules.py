@@ -14,6 +14,7 @@ from difflib import SequenceMatcher
 
 from pydantic import BaseModel
 
+from annotator.labelling.grounding import normalise
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
 from taxonomy import Taxonomy
@@ -44,10 +45,6 @@ class Hit(BaseModel):
     reason: str
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def _similar(a: str, b: str) -> bool:
     a, b = a[:2000], b[:2000]
     if a == b:
@@ -62,13 +59,13 @@ def step_repetition(steps: Sequence[Step], task: str | None) -> Hit | None:
     calls: dict[tuple[str, str], int] = {}
     for s in steps:
         if s.kind == "tool_call" and s.tool_name:
-            key = (s.tool_name, _norm(s.tool_args or s.content))
+            key = (s.tool_name, normalise(s.tool_args or s.content))
             if key in calls:
                 repeats.append(s.index)
             calls.setdefault(key, s.index)
     by_agent: dict[str, list[tuple[int, str]]] = {}
     for s in steps:
-        text = _norm(s.content)
+        text = normalise(s.content)
         if s.kind == "tool_call" or len(text) < MIN_CHARS or _TERMINATION.fullmatch(text.strip(". ")):
             continue
         earlier = by_agent.setdefault(s.agent or s.role or "", [])
@@ -84,7 +81,7 @@ def unaware_of_termination(steps: Sequence[Step], task: str | None) -> Hit | Non
     """FM-1.5: the run goes on after a termination signal, or it ran into a turn limit."""
     signals = [s.index for s in steps if s.content and _TERMINATION.search(s.content)]
     if signals:
-        after = [s.index for s in steps if s.index > signals[0] and _norm(s.content)]
+        after = [s.index for s in steps if s.index > signals[0] and normalise(s.content)]
         if len(after) >= 2 or len(signals) >= 3:
             return Hit(
                 steps=[signals[0], *after[:10]],
@@ -95,7 +92,7 @@ def unaware_of_termination(steps: Sequence[Step], task: str | None) -> Hit | Non
         return Hit(steps=[tail[0].index], reason="the run stopped at a turn or step limit")
     nudges: dict[tuple[str, str], list[int]] = {}
     for s in steps:
-        text = _norm(s.content)
+        text = normalise(s.content)
         if text and len(text) <= NUDGE_CHARS:
             nudges.setdefault((s.agent or s.role or "", text), []).append(s.index)
     loop = max(nudges.values(), key=len, default=[])
@@ -106,16 +103,16 @@ def unaware_of_termination(steps: Sequence[Step], task: str | None) -> Hit | Non
 
 def conversation_reset(steps: Sequence[Step], task: str | None) -> Hit | None:
     """FM-2.1: the task is stated again from scratch in the middle of the run."""
-    references = [_norm(task)] if task and len(task.strip()) >= MIN_CHARS else []
-    first = next((s for s in steps if len(_norm(s.content)) >= MIN_CHARS), None)
+    references = [normalise(task)] if task and len(task.strip()) >= MIN_CHARS else []
+    first = next((s for s in steps if len(normalise(s.content)) >= MIN_CHARS), None)
     if first is not None:
-        references.append(_norm(first.content))
+        references.append(normalise(first.content))
     hits = [
         s.index
         for s in steps[2:]
         if (first is None or s.index != first.index)
-        and len(_norm(s.content)) >= MIN_CHARS
-        and any(_similar(_norm(s.content), ref) for ref in references)
+        and len(normalise(s.content)) >= MIN_CHARS
+        and any(_similar(normalise(s.content), ref) for ref in references)
     ]
     if not hits:
         return None

@@ -17,11 +17,11 @@ from pydantic import BaseModel
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError
-from annotator.labelling.judge import BudgetExhausted, LLMLabeller
+from annotator.labelling.judge import BudgetExhausted, LLMLabeller, uncached_plans
 from annotator.labelling.pricing import Usage
 from annotator.labelling.verdicts import Labeller, ModeVerdict
 from annotator.models import Label, LabelRun, utcnow
-from annotator.store.requests import cached_keys, finish_item, item_counts, run_items, verdict_counts
+from annotator.store.requests import finish_item, item_counts, run_items, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
@@ -90,21 +90,15 @@ def dry_run(db: Database, labeller: LLMLabeller, ids: Sequence[str]) -> DryRun:
 
     Answers sent back for repair are not foreseeable and not counted.
     """
-    requests = cached = tin = tout = 0
+    requests, todo = uncached_plans(db, labeller, ids)
+    tin = tout = 0
     cost = 0.0
-    for tid in ids:
-        plans = labeller.plan(get_trajectory(db, tid))
-        hits = cached_keys(db, [p.key for p in plans])
-        for p in plans:
-            requests += 1
-            if p.key in hits:
-                cached += 1
-                continue
-            i, o, c = labeller.estimate(p)
-            tin, tout, cost = tin + i, tout + o, cost + c
+    for _, p in todo:
+        i, o, c = labeller.estimate(p.model, p.tokens_in)
+        tin, tout, cost = tin + i, tout + o, cost + c
     known = all(labeller.prices[m].known for m in labeller.settings.models)
     return DryRun(
-        trajectories=len(ids), requests=requests, cached=cached, tokens_in=tin, tokens_out=tout,
+        trajectories=len(ids), requests=requests, cached=requests - len(todo), tokens_in=tin, tokens_out=tout,
         cost_usd=cost, price_known=known,
     )
 

@@ -7,9 +7,26 @@ that agree with it, and every vote is kept with the label so that a reviewer see
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from annotator.labelling.verdicts import ModeVerdict
+
+T = TypeVar("T")
+
+
+def group_by_mode(sources: Iterable[tuple[T, Sequence[ModeVerdict]]]) -> dict[str, list[tuple[T, ModeVerdict]]]:
+    """Each mode's verdicts from ``(source, verdicts)`` pairs, with their source, in order of appearance."""
+    by_mode: dict[str, list[tuple[T, ModeVerdict]]] = {}
+    for source, verdicts in sources:
+        for v in verdicts:
+            by_mode.setdefault(v.mode_id, []).append((source, v))
+    return by_mode
+
+
+def earliest_onset(verdicts: Iterable[ModeVerdict]) -> ModeVerdict:
+    """The verdict with the earliest onset step; one without an onset comes last."""
+    return min(verdicts, key=lambda v: (v.onset_step is None, v.onset_step or 0))
 
 
 def _vote_record(voter: str, v: ModeVerdict) -> dict:
@@ -20,12 +37,8 @@ def majority(votes: Sequence[tuple[str, Sequence[ModeVerdict]]]) -> list[ModeVer
     """One verdict per mode from ``(voter, verdicts)`` pairs; a single vote passes through."""
     if len(votes) == 1:
         return list(votes[0][1])
-    by_mode: dict[str, list[tuple[str, ModeVerdict]]] = {}
-    for voter, verdicts in votes:
-        for v in verdicts:
-            by_mode.setdefault(v.mode_id, []).append((voter, v))
     out = []
-    for mode_id, cast in by_mode.items():
+    for mode_id, cast in group_by_mode(votes).items():
         counts = Counter(v.verdict for _, v in cast).most_common()
         top, n = counts[0]
         if len(counts) > 1 and counts[1][1] == n:
@@ -33,7 +46,7 @@ def majority(votes: Sequence[tuple[str, Sequence[ModeVerdict]]]) -> list[ModeVer
         agreeing = [v for _, v in cast if v.verdict == top]
         if top == "present":
             grounded = [v for v in agreeing if v.grounded]
-            best = min(grounded or agreeing, key=lambda v: (v.onset_step is None, v.onset_step or 0))
+            best = earliest_onset(grounded or agreeing)
         elif agreeing:
             best = agreeing[0]
         else:

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from annotator.labelling.verdicts import ModeVerdict
+from annotator.labelling.voting import earliest_onset, group_by_mode
 
 #: Characters of one step's content shown to a judge before the middle is clipped.
 CLIP_CHARS = 6000
@@ -96,17 +97,14 @@ def merge_windows(per_window: Sequence[Sequence[ModeVerdict]]) -> list[ModeVerdi
     """
     if len(per_window) == 1:
         return list(per_window[0])
-    by_mode: dict[str, list[ModeVerdict]] = {}
-    for verdicts in per_window:
-        for v in verdicts:
-            by_mode.setdefault(v.mode_id, []).append(v)
     merged = []
-    for mode_id, vs in by_mode.items():
+    for found in group_by_mode(enumerate(per_window)).values():
+        vs = [v for _, v in found]
         present = [v for v in vs if v.verdict == "present"]
         grounded = [v for v in present if v.grounded]
         pool = grounded or present
         if pool:
-            best = min(pool, key=lambda v: (v.onset_step is None, v.onset_step or 0))
+            best = earliest_onset(pool)
             evidence = sorted({i for v in pool for i in v.evidence_steps} - {best.onset_step})
             merged.append(best.model_copy(update={"evidence_steps": evidence}))
         elif any(v.verdict == "absent" for v in vs):

@@ -187,31 +187,34 @@ def human_ceiling(frame: Frame, humans: list[str], pairs: list[tuple[str, str]],
     return out, note
 
 
-def reference_table(frame: Frame, reference: str, others: list[str], totals: dict, reps: dict,
-                    ceiling: list[dict]) -> list[dict]:
+def reference_table(frame: Frame, reference: str, others: list[str], pairs: list[tuple[str, str]], totals: dict,
+                    reps: dict, pair_recs: list[dict], ceiling: list[dict]) -> list[dict]:
     """Each source against the reference: support, κ next to the human ceiling, precision, recall,
     specificity and F1, with bootstrap CIs.
 
-    Uses the replicated statistics of the pair (reference, source); the reference comes first.
+    Uses the pair (reference, source), the reference first: its replicated statistics, and its
+    rows of the pair table for n, κ with its interval and estimability (``pair_recs`` holds one
+    row per label for each pair, in the order of ``pairs``).
     """
     k = len(frame.mode_ids)
+    per_pair = len(_labels(frame))
     out = []
     for s in others:
         ref_reps = reps.get((reference, s))
-        positives = _positives(frame, [reference, s])
+        at = pairs.index((reference, s)) * per_pair
         counts = ag.split_counts(totals[("pair", reference, s)], k)
         for j, label in enumerate(_labels(frame)):
+            pair = pair_recs[at + j]
             a, b, c, d = (float(x[j]) for x in counts)
             precision, recall, f1 = ag.reference_scores(a, b, c, d)
-            estimable = bool(positives[j] >= ag.MIN_POSITIVES)
             flo, fhi = _ci(ref_reps["pa"], j) if ref_reps else (None, None)  # F1 is PA
-            klo, khi = _ci(ref_reps["kappa"], j) if ref_reps and estimable else (None, None)
             out.append({
-                "source": s, "mode": label, "n": int(a + b + c + d), "support": int(a + b), "predicted": int(a + c),
-                "kappa": num(ag.cohen(a, b, c, d)) if estimable else None, "kappa_ci_low": klo,
-                "kappa_ci_high": khi, **ceiling[j], "precision": num(precision), "recall": num(recall),
+                "source": s, "mode": label, "n": pair["n"], "support": int(a + b), "predicted": int(a + c),
+                "kappa": pair["kappa"], "kappa_ci_low": pair["kappa_ci_low"],
+                "kappa_ci_high": pair["kappa_ci_high"], **ceiling[j], "precision": num(precision),
+                "recall": num(recall),
                 "specificity": num(d / (c + d)) if c + d else None, "f1": num(f1), "f1_ci_low": flo,
-                "f1_ci_high": fhi, "estimable": estimable,
+                "f1_ci_high": fhi, "estimable": pair["estimable"],
             })
     return out
 
@@ -228,15 +231,23 @@ def onset_terms(diff: np.ndarray) -> np.ndarray:
     return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
 
 
-def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
+def onset_cells(diff: np.ndarray) -> list[np.ndarray]:
+    """Per mode: the onset differences of the cells where both sides gave an onset."""
+    has = ~np.isnan(diff)
+    return [diff[has[:, j], j] for j in range(diff.shape[1])]
+
+
+def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_totals: dict, tolerance: int,
                  replicated: dict) -> tuple[list[dict], list[dict]]:
-    """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k."""
+    """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k.
+
+    ``cells`` holds each pair's :func:`onset_cells`, ``onset_totals`` the column sums of its
+    :func:`onset_terms` (cells with both onsets, then those within each tolerance).
+    """
     per_mode, curve = [], []
     for s1, s2 in pairs:
-        diff = onset_diff(frame, s1, s2)
-        has = ~np.isnan(diff)
         for j, mode in enumerate(frame.mode_ids):
-            d = diff[has[:, j], j]
+            d = cells[(s1, s2)][j]
             per_mode.append({
                 "pair": f"{s1} ~ {s2}", "mode": mode, "both_with_onset": int(len(d)),
                 "exact": num((d == 0).mean()) if len(d) else None,
@@ -244,16 +255,16 @@ def onset_tables(frame: Frame, pairs: list[tuple[str, str]], tolerance: int,
                 "mean_abs_diff": num(d.mean()) if len(d) else None,
                 "median_abs_diff": num(np.median(d)) if len(d) else None,
             })
-        filled = np.where(has, diff, np.inf)
-        reps = replicated.get(("onset", s1, s2)) if has.any() else None
+        sums = onset_totals[(s1, s2)]
+        total = sums[0]
+        reps = replicated.get(("onset", s1, s2)) if total else None
         for i, t in enumerate(ONSET_TOLERANCES):
-            total = has.sum()
             lo = hi = None
             if reps is not None:
                 lo_a, hi_a, _ = bootstrap.interval(bootstrap.ratio(reps[:, i + 1], reps[:, 0])[:, None])
                 lo, hi = num(lo_a[0]), num(hi_a[0])
             curve.append({"pair": f"{s1} ~ {s2}", "within_steps": t, "cells": int(total),
-                          "share": num((filled <= t).sum() / total) if total else None, "ci_low": lo, "ci_high": hi})
+                          "share": num(sums[i + 1] / total) if total else None, "ci_low": lo, "ci_high": hi})
     return per_mode, curve
 
 
@@ -276,12 +287,16 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
-    totals = {}
+    totals, cells, onset_totals = {}, {}, {}
     for s1, s2 in pairs:
         terms = pair_terms(frame, s1, s2)
         totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
         plan.add(("pair", s1, s2), terms)
-        plan.add(("onset", s1, s2), onset_terms(onset_diff(frame, s1, s2)))
+        diff = onset_diff(frame, s1, s2)
+        cells[(s1, s2)] = onset_cells(diff)
+        onsets = onset_terms(diff)
+        onset_totals[(s1, s2)] = onsets.sum(axis=0)
+        plan.add(("onset", s1, s2), onsets)
     if len(sources) >= 3:
         raters = raters_of(frame, sources)
         complete = bool(raters.complete().all())
@@ -325,10 +340,10 @@ def build_agreement(
                   ["source", "mode", "kappa", "kappa_ci_low", "kappa_ci_high", "human_kappa", "human_kappa_ci_low",
                    "human_kappa_ci_high", "n", "support", "predicted", "estimable", "precision", "recall",
                    "specificity", "f1", "f1_ci_low", "f1_ci_high"],
-                  reference_table(frame, reference, others, totals, reps, ceiling),
+                  reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
-    per_mode, curve = onset_tables(frame, pairs, tolerance, replicated)
+    per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
               ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],

@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 from annotator import __version__
 from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
-from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from taxonomy import Taxonomy
 
@@ -50,7 +50,7 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
             "left_out": dict(frame.excluded),
             "failed": int((frame.failed == FAILED).sum()),
             "succeeded": int((frame.failed == SUCCEEDED).sum()),
-            "outcome_unknown": int((frame.failed == -1).sum()),
+            "outcome_unknown": int((frame.failed == UNKNOWN).sum()),
         },
         "seed": seed,
         "bootstrap_replicates": replicates,
@@ -71,12 +71,11 @@ def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: 
     tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
                                                                             strict=True)]
     ends = np.cumsum(counts).tolist()
-    outcome = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
     records, start = [], 0
     for i in range(shown):
         records.append({
             "trajectory": str(frame.ids[i]), "title": frame.titles[i], "system": frame.groups["system"][i],
-            "model": frame.groups["model"][i], "outcome": outcome[int(frame.failed[i])], "modes": int(counts[i]),
+            "model": frame.groups["model"][i], "outcome": OUTCOME_NAMES[int(frame.failed[i])], "modes": int(counts[i]),
             "present": " ".join(tokens[start:ends[i]]),
         })
         start = ends[i]
@@ -194,15 +193,16 @@ def build_report(
     sections.append(Section("Co-occurrence", [Table("cooccurrence", "Modes together in a trajectory (count, lift)",
                                                     ["mode", "with", "together", "n", "lift"],
                                                     cooccurrence.cooccurrence(frame, present, known))]))
+    on, rel, first = onsets.onset_matrices(frame, present, lab.onset)
     sections.append(Section("Where things break", [
         Table("onsets", "Onset step per mode (absolute, relative to length) and how often it comes first",
               ["mode", "present", "with_onset", "onset_mean", "onset_median", "onset_q1", "onset_q3",
                "relative_mean", "relative_median", "comes_first", "comes_first_share"],
-              onsets.onset_records(frame, present, lab.onset)),
+              onsets.onset_records(frame, present, on, rel, first)),
         Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"],
-              onsets.relative_histogram(frame, present, lab.onset)),
+              onsets.relative_histogram(rel)),
     ]))
-    attributed = onsets.against_attributions(db, frame, present, lab.onset)
+    attributed = onsets.against_attributions(db, frame, first)
     if attributed:
         sections[-1].tables.append(Table(
             "attributions", "First onset against decisive-error attributions (the step and agent blamed)",

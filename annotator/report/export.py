@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
-from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
 from taxonomy import Taxonomy
@@ -31,12 +31,11 @@ from taxonomy import Taxonomy
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
 
+#: The long form's columns: the stored label fields, with the source after the trajectory id.
 LONG_COLUMNS = [
-    "format", "schema_version", "trajectory_id", "source", "mode_id", "verdict", "onset_step", "evidence_steps",
-    "quote", "note", "rationale", "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra",
-    "created_at", "system", "model", "benchmark", "outcome", "n_steps", "title",
+    "format", "schema_version", "trajectory_id", "source", *(f for f in bulk.LABEL_FIELDS if f != "trajectory_id"),
+    "system", "model", "benchmark", "outcome", "n_steps", "title",
 ]
-_OUTCOME = {FAILED: "failure", SUCCEEDED: "success", -1: "unknown"}
 
 
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
@@ -51,7 +50,7 @@ def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filte
 def _trajectory_fields(frame: Frame, i: int) -> dict:
     return {
         "system": _none(frame.groups["system"][i]), "model": _none(frame.groups["model"][i]),
-        "benchmark": _none(frame.groups["benchmark"][i]), "outcome": _OUTCOME[int(frame.failed[i])],
+        "benchmark": _none(frame.groups["benchmark"][i]), "outcome": OUTCOME_NAMES[int(frame.failed[i])],
         "n_steps": int(frame.n_steps[i]), "title": frame.titles[i],
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotator.report.tables import Table
+from annotator.report.tables import Document, Table
 
 NOT_ESTIMABLE = "n/e"
 NOT_AVAILABLE = "n/a"
@@ -112,6 +112,19 @@ def display(table: Table) -> tuple[list[str], list[list[str]]]:
                 row.append(value(rec.get(cols[0]), cols[0], rec))
         rows.append(row)
     return [h for h, _ in plan], rows
+
+
+def title(doc: Document) -> str:
+    """The document's title, the same in every rendering."""
+    return "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
+
+
+def shown_note(table: Table) -> str | None:
+    """"N of M rows shown" when a table holds only its first rows, else None; each rendering
+    says where the rest are."""
+    if table.total_rows is not None and table.total_rows > len(table.records):
+        return f"{len(table.records)} of {table.total_rows} rows shown"
+    return None
 
 
 def header_lines(header: dict) -> list[tuple[str, str]]:

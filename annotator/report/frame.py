@@ -25,6 +25,8 @@ from taxonomy import Taxonomy
 
 #: Outcome codes in ``Frame.failed``.
 FAILED, SUCCEEDED, UNKNOWN = 1, 0, -1
+#: Each outcome code's name, as the store writes it (an outcome the store does not know is UNKNOWN).
+OUTCOME_NAMES = {FAILED: "failure", SUCCEEDED: "success", UNKNOWN: "unknown"}
 GROUP_COLUMNS = ("system", "model", "benchmark")
 
 
@@ -90,8 +92,9 @@ def build(
         outcome=filters.outcome,
         imported_after=filters.since,
         imported_before=filters.until,
+        tag=filters.tag,
     )
-    rows = bulk.trajectory_rows(db, flt, filters.tag)
+    rows = bulk.trajectory_rows(db, flt)
     n_total = bulk.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(rows):
@@ -111,8 +114,8 @@ def build(
         keep &= one.finished
     outcome = _object(list(cols[4]))
     failed = np.full(len(ids), UNKNOWN, dtype=np.int8)
-    failed[outcome == "failure"] = FAILED
-    failed[outcome == "success"] = SUCCEEDED
+    for code, name in OUTCOME_NAMES.items():
+        failed[outcome == name] = code
     return Frame(
         taxonomy=taxonomy,
         ids=ids[keep],

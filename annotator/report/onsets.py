@@ -25,8 +25,9 @@ def _quantiles(values: np.ndarray) -> dict:
     return {"mean": num(values.mean()), "q1": num(q1), "median": num(med), "q3": num(q3)}
 
 
-def onset_records(frame: Frame, present: np.ndarray, onset: np.ndarray) -> list[dict]:
-    """Per mode: how many present cells give an onset, its distribution, and how often it is first."""
+def onset_matrices(frame: Frame, present: np.ndarray, onset: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The onsets of the present cells (NaN elsewhere), the same relative to the trajectory's
+    length, and each trajectory's first onset (NaN where it has none): what every table here reads."""
     on = np.where(present, onset, np.nan)
     with np.errstate(all="ignore"):
         rel = on / np.where(frame.n_steps > 0, frame.n_steps, np.nan)[:, None]
@@ -34,6 +35,15 @@ def onset_records(frame: Frame, present: np.ndarray, onset: np.ndarray) -> list[
     first_step = np.full(len(on), np.nan)
     if has_any.any():
         first_step[has_any] = np.nanmin(on[has_any], axis=1)
+    return on, rel, first_step
+
+
+def onset_records(frame: Frame, present: np.ndarray, on: np.ndarray, rel: np.ndarray,
+                  first_step: np.ndarray) -> list[dict]:
+    """Per mode: how many present cells give an onset, its distribution, and how often it is first.
+
+    ``on``, ``rel`` and ``first_step`` are :func:`onset_matrices`.
+    """
     first = on == first_step[:, None]
     out = []
     for j, mode in enumerate(frame.mode_ids):
@@ -50,27 +60,24 @@ def onset_records(frame: Frame, present: np.ndarray, onset: np.ndarray) -> list[
     return out
 
 
-def relative_histogram(frame: Frame, present: np.ndarray, onset: np.ndarray, bins: int = 10) -> list[dict]:
-    """How many onsets fall in each tenth of the run (all modes together)."""
-    on = np.where(present, onset, np.nan)
-    with np.errstate(all="ignore"):
-        rel = (on / np.where(frame.n_steps > 0, frame.n_steps, np.nan)[:, None]).ravel()
+def relative_histogram(rel: np.ndarray, bins: int = 10) -> list[dict]:
+    """How many onsets fall in each tenth of the run (all modes together); ``rel`` as from
+    :func:`onset_matrices`."""
+    rel = rel.ravel()
     rel = rel[~np.isnan(rel)]
     counts, edges = np.histogram(np.clip(rel, 0, 1), bins=bins, range=(0, 1))
     return [{"from": num(edges[i], 3), "to": num(edges[i + 1], 3), "onsets": int(counts[i])} for i in range(bins)]
 
 
-def against_attributions(db: Database, frame: Frame, present: np.ndarray, onset: np.ndarray) -> list[dict]:
+def against_attributions(db: Database, frame: Frame, first: np.ndarray) -> list[dict]:
     """The source's first onset against each decisive-error attribution (Who&When's "when" and "who").
 
     Per attributing source, over the counted trajectories it attributed to a step and where
     the label source gave an onset: how often the earliest onset is the attributed step
     (exact, within 1 and 3 steps; step indices compared as integers), the mean absolute
-    distance, and how often that earliest step belongs to the attributed agent.
+    distance, and how often that earliest step belongs to the attributed agent. ``first`` is
+    each trajectory's first onset, as from :func:`onset_matrices`.
     """
-    on = np.where(present, onset, np.nan)
-    with np.errstate(all="ignore"):
-        first = np.where(np.isnan(on).all(axis=1), np.nan, np.nanmin(np.where(np.isnan(on), np.inf, on), axis=1))
     index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
     by_source: dict[str, list[tuple[str, int, int, str | None]]] = {}
     for tid, source, step, agent in bulk.attribution_rows(db):

@@ -25,7 +25,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from annotator.report import bootstrap
-from annotator.report.frame import FAILED, SUCCEEDED, Frame
+from annotator.report.frame import FAILED, SUCCEEDED, UNKNOWN, Frame
 from annotator.report.tables import num
 
 #: Prior scale of the penalised fallback: an L2 penalty equal to a normal prior with this sd
@@ -42,9 +42,11 @@ LEAKAGE_CAVEAT = (
 
 
 def _counts(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> dict[str, np.ndarray]:
-    f = (failed == FAILED)[:, None] & known
-    s = (failed == SUCCEEDED)[:, None] & known
-    return {"nf": f.sum(0), "cf": (present & f).sum(0), "ns": s.sum(0), "cs": (present & s).sum(0)}
+    """Per mode: failed and succeeded trajectories that decided it, and those with it present
+    (the column sums of :func:`gap_columns`)."""
+    k = present.shape[1]
+    sums = gap_columns(present, known, failed).sum(axis=0)
+    return {"cf": sums[:k], "nf": sums[k:2 * k], "cs": sums[2 * k:3 * k], "ns": sums[3 * k:]}
 
 
 def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray,
@@ -106,7 +108,7 @@ def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[
     systems = np.unique(frame.groups["system"], return_inverse=True)[1]
     out = []
     for j, mode in enumerate(frame.mode_ids):
-        rows = known[:, j] & (frame.failed != -1)
+        rows = known[:, j] & (frame.failed != UNKNOWN)
         p, f = present[rows, j], frame.failed[rows] == FAILED
         a, b = int((p & f).sum()), int((p & ~f).sum())
         c, d = int((~p & f).sum()), int((~p & ~f).sum())
@@ -176,7 +178,7 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
     notes: list[str] = []
     cat = np.asarray(frame.category_of())
     cols = [j for j in range(len(frame.mode_ids)) if cat[j] not in exclude_categories]
-    rows = (frame.failed != -1) & known[:, cols].all(axis=1)
+    rows = (frame.failed != UNKNOWN) & known[:, cols].all(axis=1)
     if (~rows).sum():
         notes.append(f"{int((~rows).sum())} trajectories left out (unknown outcome or an undecided mode)")
     y = (frame.failed[rows] == FAILED).astype(float)

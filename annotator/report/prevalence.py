@@ -13,6 +13,7 @@ import numpy as np
 from scipy.stats import chi2_contingency
 from statsmodels.stats.proportion import proportion_confint
 
+from annotator.report import bootstrap
 from annotator.report.frame import FAILED, SUCCEEDED, Frame
 from annotator.report.tables import num
 
@@ -43,8 +44,7 @@ def prevalence_records(names: list[str], present: np.ndarray, known: np.ndarray,
     count = (present & known).sum(axis=0)
     nobs = known.sum(axis=0)
     lo, hi = wilson(count, nobs)
-    with np.errstate(all="ignore"):
-        share = np.where(nobs > 0, count / np.maximum(nobs, 1), np.nan)
+    share = bootstrap.ratio(count, nobs)
     return [
         {**extra, "mode": name, "n": int(nobs[i]), "count": int(count[i]), "prevalence": num(share[i]),
          "ci_low": num(lo[i]), "ci_high": num(hi[i])}

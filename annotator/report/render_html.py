@@ -17,6 +17,8 @@ from annotator.report.formatting import (
     display,
     header_lines,
     heading,
+    shown_note,
+    title,
 )
 from annotator.report.tables import Document, Table
 
@@ -31,15 +33,13 @@ _ENV = Environment(
 
 def _table(table: Table) -> dict:
     headers, rows = display(table)
-    return {"title": table.title, "notes": table.notes, "rows": rows, "shown": len(table.records),
-            "columns": [(heading(h), "text" if h in TEXT_COLUMNS else "num") for h in headers],
-            "total": table.total_rows if table.total_rows is not None else len(table.records)}
+    return {"title": table.title, "notes": table.notes, "rows": rows, "shown_note": shown_note(table),
+            "columns": [(heading(h), "text" if h in TEXT_COLUMNS else "num") for h in headers]}
 
 
 def render(doc: Document) -> str:
     sections = [{"title": s.title, "notes": s.notes, "tables": [_table(t) for t in s.tables]} for s in doc.sections]
-    title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
     return _ENV.get_template("report.html.j2").render(
-        title=title, header=header_lines(doc.header), sections=sections, charts=charts(doc),
+        title=title(doc), header=header_lines(doc.header), sections=sections, charts=charts(doc),
         legend=LEGEND,
     )

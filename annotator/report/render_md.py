@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from annotator.render import inert
-from annotator.report.formatting import LEGEND, display, header_lines, heading
+from annotator.report.formatting import LEGEND, display, header_lines, heading, shown_note, title
 from annotator.report.tables import Document
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
@@ -22,8 +22,7 @@ def escape(text: str) -> str:
 
 
 def render(doc: Document) -> str:
-    title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
-    out = [f"# {title}", ""]
+    out = [f"# {title(doc)}", ""]
     for label, text in header_lines(doc.header):
         indent = "  " if label.startswith(" ") else ""  # a source's detail, under "left out"
         out.append(f"{indent}- **{escape(label.strip())}**: {escape(text)}")
@@ -37,8 +36,8 @@ def render(doc: Document) -> str:
             out.append("|" + "|".join("---" for _ in headers) + "|")
             for row in rows:
                 out.append("| " + " | ".join(escape(c) for c in row) + " |")
-            if table.total_rows is not None and table.total_rows > len(table.records):
-                out += ["", f"{len(table.records)} of {table.total_rows} rows shown; all in the JSON or CSV output."]
+            if note := shown_note(table):
+                out += ["", f"{note}; all in the JSON or CSV output."]
             if table.notes:
                 out.append("")
                 out += [f"- {escape(n)}" for n in table.notes]

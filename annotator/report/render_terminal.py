@@ -23,6 +23,8 @@ from annotator.report.formatting import (
     display,
     header_lines,
     heading,
+    shown_note,
+    title,
 )
 from annotator.report.tables import Document, Table
 
@@ -76,8 +78,8 @@ def _print_table(table: Table, console: Console) -> None:
     headers, rows = display(table)
     groups = _column_groups(headers, rows, console.width - 2)
     for part, cols in enumerate(groups):
-        title = table.title if part == 0 else f"{table.title} (continued)"
-        rt = RichTable(title=Text(inert(title), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
+        caption = table.title if part == 0 else f"{table.title} (continued)"
+        rt = RichTable(title=Text(inert(caption), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
                        pad_edge=False, padding=(0, 1), header_style="bold")
         for i in cols:
             h = headers[i]
@@ -91,17 +93,15 @@ def _print_table(table: Table, console: Console) -> None:
         if not rows:
             rt.add_row(*(Text("-") for _ in cols))
         console.print(rt)
-    shown = len(table.records)
-    if table.total_rows is not None and table.total_rows > shown:
-        console.print(Text(f"{shown} of {table.total_rows} rows shown; all in --format json or csv", style="dim"))
+    if note := shown_note(table):
+        console.print(Text(f"{note}; all in --format json or csv", style="dim"))
     for note in table.notes:
         console.print(Text(inert(note), style="dim"))
 
 
 def render(doc: Document, console: Console) -> None:
     """Print the whole document."""
-    title = "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
-    console.print(Text(title, style="bold underline"))
+    console.print(Text(title(doc), style="bold underline"))
     head = RichTable.grid(padding=(0, 2))
     head.add_column(style="bold", max_width=24, overflow="fold")
     head.add_column(overflow="fold")

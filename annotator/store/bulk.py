@@ -36,21 +36,14 @@ def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
     ]
 
 
-def trajectory_rows(
-    db: Database, flt: TrajectoryFilter | None = None, tag: str | None = None
-) -> list[tuple]:
+def trajectory_rows(db: Database, flt: TrajectoryFilter | None = None) -> list[tuple]:
     """(id, system, model, benchmark, outcome, n_steps, title, task group) of the trajectories the filter selects.
 
     The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
     by several systems or models can be clustered without reading the task texts; it is None
-    where the task is unknown. ``tag`` selects trajectories whose metadata ``tags`` list holds it.
+    where the task is unknown.
     """
     where, params = _where(flt or TrajectoryFilter())
-    if tag is not None:
-        where.append(
-            "EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
-        )
-        params.append(tag)
     sql = (
         "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title, CASE WHEN t.task IS NULL"
         " THEN NULL ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END FROM trajectories t"
@@ -152,6 +145,16 @@ LABEL_FIELDS = ("trajectory_id", "mode_id", "verdict", "onset_step", "evidence_s
                 "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra", "created_at")
 
 
+def decode_label(fields: dict) -> dict:
+    """A label row's stored columns as Python values, in place: the JSON ``evidence_steps`` and
+    ``extra`` decoded, the 0/1 ``grounded`` a bool (None stays None)."""
+    fields["evidence_steps"] = loads(fields["evidence_steps"], [])
+    fields["extra"] = loads(fields["extra"], {})
+    if fields["grounded"] is not None:
+        fields["grounded"] = bool(fields["grounded"])
+    return fields
+
+
 def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
     """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order.
 
@@ -164,12 +167,7 @@ def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
         [annotator],
     )
     for row in cursor:
-        out = dict(zip(LABEL_FIELDS, row, strict=True))
-        out["evidence_steps"] = loads(out["evidence_steps"], [])
-        out["extra"] = loads(out["extra"], {})
-        if out["grounded"] is not None:
-            out["grounded"] = bool(out["grounded"])
-        yield out
+        yield decode_label(dict(zip(LABEL_FIELDS, row, strict=True)))
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:

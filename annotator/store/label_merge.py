@@ -14,10 +14,10 @@ from operator import attrgetter
 from sqlite_utils import Database
 
 from annotator.models import Label
-from annotator.store._json import loads
+from annotator.store.bulk import LABEL_FIELDS, decode_label
 
-_COMPARED = ("verdict", "onset_step", "evidence_steps", "quote", "note", "rationale", "confidence", "provenance",
-             "run_id", "grounded", "taxonomy_hash", "extra")
+#: A label's content: every stored field but its cell (trajectory, mode) and when it was written.
+_COMPARED = tuple(f for f in LABEL_FIELDS if f not in ("trajectory_id", "mode_id", "created_at"))
 _CHUNK = 500
 _compared = attrgetter(*_COMPARED)
 
@@ -36,9 +36,7 @@ def _current(db: Database, trajectory_ids: Sequence[str]) -> dict[Cell, tuple]:
             chunk,
         )
         for tid, annotator, mode, *v in rows:
-            v[2], v[11] = loads(v[2], []), loads(v[11], {})
-            v[9] = None if v[9] is None else bool(v[9])
-            out[(tid, annotator, mode)] = tuple(v)
+            out[(tid, annotator, mode)] = tuple(decode_label(dict(zip(_COMPARED, v, strict=True))).values())
     return out
 
 

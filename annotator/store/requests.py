@@ -20,15 +20,6 @@ from annotator.store.labels import add_labels
 ItemStatus = Literal["done", "failed"]
 
 
-class CachedResponse(BaseModel):
-    """A judge's response as stored: the text and the tokens it cost when it was first sent."""
-
-    key: str
-    response: str
-    tokens_in: int = 0
-    tokens_out: int = 0
-
-
 class RunItem(BaseModel):
     """What one run did with one trajectory."""
 
@@ -37,11 +28,10 @@ class RunItem(BaseModel):
     error: str | None = None
 
 
-def cached_response(db: Database, key: str) -> CachedResponse | None:
-    row = db.execute(
-        "SELECT key, response, tokens_in, tokens_out FROM llm_requests WHERE key = ?", [key]
-    ).fetchone()
-    return None if row is None else CachedResponse(key=row[0], response=row[1], tokens_in=row[2], tokens_out=row[3])
+def cached_response(db: Database, key: str) -> str | None:
+    """The stored response text under ``key``, if any."""
+    row = db.execute("SELECT response FROM llm_requests WHERE key = ?", [key]).fetchone()
+    return None if row is None else row[0]
 
 
 def cached_keys(db: Database, keys: Iterable[str]) -> set[str]:

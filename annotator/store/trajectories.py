@@ -85,6 +85,7 @@ class TrajectoryFilter(BaseModel):
     annotator: str | None = None
     imported_after: datetime | None = None
     imported_before: datetime | None = None
+    tag: str | None = Field(None, description="A value the trajectory's metadata 'tags' list holds.")
 
 
 def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
@@ -303,6 +304,9 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
                 " AND r.annotator = ? AND r.status = ?)"
             )
             params.extend([flt.annotator, flt.review_status])
+    if flt.tag is not None:
+        where.append("EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)")
+        params.append(flt.tag)
     return where, params
 
 
