@@ -27,6 +27,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
+from annotator.importers.steps import json_text, plain
 from annotator.models import Step, Trajectory
 
 CHAT_ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
@@ -40,7 +41,7 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
             raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"{where}[{i}]")
         role = msg.get("role")
         agent = msg.get("name") or role
-        raw = orjson.loads(orjson.dumps(msg, default=str))
+        raw = plain(msg)
         base = dict(agent=agent, role=role, raw=raw)
         text = as_text(msg.get("content"))
         reasoning = msg.get("reasoning_content")
@@ -63,7 +64,7 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
             fn = call.get("function") if isinstance(call, dict) else None
             fn = fn if isinstance(fn, dict) else {}
             args = fn.get("arguments")
-            args_text = args if isinstance(args, str) else orjson.dumps(args).decode() if args is not None else ""
+            args_text = json_text(args) or ""
             steps.append(Step(index=start + len(steps), id=f"{where}[{i}].tool_calls[{j}]", kind="tool_call",
                               content=f"{fn.get('name', '?')}({args_text})", tool_name=fn.get("name"),
                               tool_args=args_text, call_id=call.get("id") if isinstance(call, dict) else None,
@@ -91,8 +92,9 @@ class OpenAIChat(Importer):
         return "messages" in head.keys("") and head.scalars.get("messages.item.role") in CHAT_ROLES
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        raw = path.read_bytes()
         with record_values(path):
-            data = load_json(path)
+            data = load_json(path, raw)
             meta: dict = {}
             if isinstance(data, dict):
                 messages = data.get("messages")
@@ -111,7 +113,7 @@ class OpenAIChat(Importer):
                 model=model,
                 task=next((s.content for s in steps if s.role == "user"), None),
                 metadata=meta,
-                raw=path.read_bytes(),
+                raw=raw,
                 steps=steps,
             )
             item = ImportedRecord(trajectory=finish(traj, opts))

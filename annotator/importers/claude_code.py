@@ -23,7 +23,6 @@ twice; ``agent-acompact-*`` files (context compaction) are left out.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,8 +33,8 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
-from annotator.importers.steps import StepList, as_int, json_text, obj, parse_json_maybe, parse_time, plain, seq
-from annotator.importers.steps import str_or_none
+from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, parse_json_maybe, parse_time, plain
+from annotator.importers.steps import seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
 
 MAIN_AGENT = "claude"
@@ -193,7 +192,8 @@ class ClaudeCode(Importer):
         files = subagent_files(path) if session_of(path) is None else []
         s = _Session(folded={_agent_id(f) for f in files if not f.name.startswith(_COMPACTION)})
         skipped = opts.extra.setdefault("skipped_lines", [])
-        for lineno, rec in iter_jsonl(path, opts, skipped):
+        raw = path.read_bytes()
+        for lineno, rec in iter_jsonl(path, opts, skipped, raw):
             s.line(lineno, rec, path)
         session = str(s.meta.get("sessionId") or s.meta.get("session_id") or path.stem)
         outcome, meta = "unknown", {"session": s.meta}
@@ -220,7 +220,7 @@ class ClaudeCode(Importer):
             task=task,
             outcome=outcome,
             metadata=meta,
-            raw=path.read_bytes(),
+            raw=raw,
             steps=steps,
         )
         yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
@@ -255,13 +255,13 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
     described, warnings = [], []
     for f in files:
         data = f.read_bytes()
-        info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": hashlib.sha256(data).hexdigest()}
+        info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": fingerprint(data)}
         if f.name.startswith(_COMPACTION):
             described.append({**info, "folded": False})
             warnings.append(f"{f.name}: context-compaction transcript, not folded in")
             continue
         sub, bad = _Session(), []
-        for lineno, rec in iter_jsonl(f, opts, bad):
+        for lineno, rec in iter_jsonl(f, opts, bad, data):
             sub.line(lineno, rec, f)
         if bad:
             warnings.append(f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")

@@ -136,11 +136,12 @@ class _Reader:
             self.r.steps.unknown_event(f"event_msg/{etype}", base["raw"], timestamp=base["timestamp"], id=base["id"])
 
 
-def rollout(path: Path, opts: ImportOptions) -> Rollout:
-    """Read a rollout file; bad lines fail it, or are skipped and counted with --skip-bad-lines."""
+def rollout(path: Path, opts: ImportOptions, data: bytes | None = None) -> Rollout:
+    """Read a rollout file (from ``data``, its bytes, when the caller holds them); bad lines fail
+    it, or are skipped and counted with --skip-bad-lines."""
     reader = _Reader()
     skipped = opts.extra.setdefault("skipped_lines", [])
-    for lineno, rec in iter_jsonl(path, opts, skipped):
+    for lineno, rec in iter_jsonl(path, opts, skipped, data):
         reader.line(lineno, rec, path)
     return reader.r
 
@@ -159,7 +160,8 @@ class CodexCLI(Importer):
         return is_rollout(head)
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        r = rollout(path, opts)
+        raw = path.read_bytes()
+        r = rollout(path, opts, raw)
         session = str(r.meta.get("id") or path.stem)
         traj = Trajectory(
             id=stable_id(self.name, session),
@@ -170,7 +172,7 @@ class CodexCLI(Importer):
             model=r.model,
             task=next((s.content for s in r.steps.steps if s.role == "user" and s.kind == "message"), None),
             metadata={"session": r.meta, "final_message": r.final_message},
-            raw=path.read_bytes(),
+            raw=raw,
             steps=r.steps.require(path, "response items"),
         )
         yield ImportedRecord(trajectory=finish(traj, opts), warnings=r.steps.warnings())

@@ -287,11 +287,11 @@ class CodexExec(Importer):
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         reader = _Reader(path)
         skipped = opts.extra.setdefault("skipped_lines", [])
-        for lineno, rec in iter_jsonl(path, opts, skipped):
+        raw = path.read_bytes()
+        for lineno, rec in iter_jsonl(path, opts, skipped, raw):
             reader.line(lineno, rec)
         if not reader.threads:
             raise ImportFailure(str(path), "nothing to import: no codex exec events found")
-        raw = path.read_bytes()
         for t in reader.threads.values():
             out, incomplete = _steps(t)
             steps = out.require(path, "codex exec items")

@@ -91,6 +91,17 @@ def load_ground_truth(folder: Path) -> dict[str, GroundTruth]:
     return out
 
 
+def _ground_truth(opts: ImportOptions) -> dict[str, GroundTruth]:
+    """The ground truths of ``opts.ground_truth``, parsed once per import: every run folder of
+    an import scores against the same folder. The mapping is shared, so it is only read."""
+    folder = Path(opts.ground_truth)
+    shared = opts.extra.setdefault("shared", {})
+    key = ("itbench ground truth", folder.resolve())
+    if key not in shared:
+        shared[key] = load_ground_truth(folder)
+    return shared[key]
+
+
 def score_diagnosis(submitted: list[str], truth: list[str]) -> tuple[float, bool, list[str]]:
     """(recall-gated precision, every root cause found, missing root causes), names compared
     case-insensitively."""
@@ -195,7 +206,8 @@ class ITBenchRun(Importer):
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         if not is_run_dir(path):
             raise ImportFailure(str(path), f"not an ITBench run folder (no {OUTPUT_FILE} with 'entities')")
-        diagnosis = load_json(path / OUTPUT_FILE)
+        output = (path / OUTPUT_FILE).read_bytes()
+        diagnosis = load_json(path / OUTPUT_FILE, output)
         if not isinstance(diagnosis, dict) or not isinstance(diagnosis.get("entities"), list):
             raise ImportFailure(str(path / OUTPUT_FILE), "expected an object with an 'entities' list")
         incident, trial = (path.parent.name, path.name) if path.name.isdigit() else (path.name, None)
@@ -208,7 +220,7 @@ class ITBenchRun(Importer):
             meta["final_message"] = final_message
         outcome, score = "unknown", None
         if opts.ground_truth is not None:
-            truth = load_ground_truth(Path(opts.ground_truth)).get(_key(incident))
+            truth = _ground_truth(opts).get(_key(incident))
             if truth is None:
                 warnings.append(f"no ground truth for incident {incident!r} in {opts.ground_truth}")
             else:
@@ -219,7 +231,7 @@ class ITBenchRun(Importer):
                                             "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
         task = next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
         traj = Trajectory(
-            id=stable_id(self.name, incident, trial, fingerprint((path / OUTPUT_FILE).read_bytes())),
+            id=stable_id(self.name, incident, trial, fingerprint(output)),
             source_format=self.name,
             source_path=str(path),
             source_ref=f"incident {incident}, trial {trial}" if trial else f"incident {incident}",

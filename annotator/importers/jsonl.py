@@ -28,6 +28,7 @@ from annotator.importers.base import (
 from annotator.importers.chat import chat_steps, looks_like_chat
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
+from annotator.importers.steps import json_text, str_or_none
 from annotator.models import HIDDEN, STEP_KINDS, Step, Trajectory
 
 STEP_LISTS = ("messages", "steps", "trajectory")
@@ -76,8 +77,9 @@ class Jsonl(Importer):
         traj = Trajectory(
             id=stable_id(self.name, path.name, lineno if ident is None else ident),
             source_format=self.name, source_path=str(path), source_ref=where,
-            title=_str(rec.get("title")) or (f"{path.stem}:{ident}" if ident is not None else f"{path.stem}:{lineno}"),
-            system=_str(rec.get("system")), model=_str(rec.get("model")), benchmark=_str(rec.get("benchmark")),
+            title=str_or_none(rec.get("title")) or (f"{path.stem}:{ident}" if ident is not None else f"{path.stem}:{lineno}"),
+            system=str_or_none(rec.get("system")), model=str_or_none(rec.get("model")),
+            benchmark=str_or_none(rec.get("benchmark")),
             task=as_text(rec["task"]) if rec.get("task") is not None else None,
             outcome=_outcome(hidden), score=_score(hidden), metadata=meta,
             raw=orjson.dumps(rec), steps=steps,
@@ -96,24 +98,18 @@ def _step(path: Path, i: int, item: object, where: str) -> Step:
     args = item.get("tool_args", item.get("arguments", item.get("args")))
     return Step(
         index=i,
-        id=_str(item.get("id")) or f"{where}[{i}]",
-        agent=_str(item.get("agent", item.get("name", item.get("speaker")))),
-        role=_str(item.get("role")),
-        recipient=_str(item.get("recipient")),
+        id=str_or_none(item.get("id")) or f"{where}[{i}]",
+        agent=str_or_none(item.get("agent", item.get("name", item.get("speaker")))),
+        role=str_or_none(item.get("role")),
+        recipient=str_or_none(item.get("recipient")),
         kind=kind if kind in STEP_KINDS else "message",
         content=as_text(text),
-        tool_name=_str(item.get("tool_name", item.get("tool"))),
-        tool_args=args if isinstance(args, str) or args is None else orjson.dumps(args, default=str).decode(),
-        call_id=_str(item.get("call_id", item.get("tool_call_id"))),
+        tool_name=str_or_none(item.get("tool_name", item.get("tool"))),
+        tool_args=json_text(args),
+        call_id=str_or_none(item.get("call_id", item.get("tool_call_id"))),
         attributes={k: v for k, v in item.items() if k not in _STEP_KEYS},
         raw=item,
     )
-
-
-def _str(value: object) -> str | None:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    return str(value)
 
 
 def _outcome(hidden: dict) -> str:

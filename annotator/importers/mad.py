@@ -98,10 +98,10 @@ def trace_steps(trace: object, system: str | None, path: Path, where: str) -> tu
         if isinstance(inner, list):
             return _message_steps(inner, path, where), meta, hidden
         if isinstance(inner, str):
-            return _log_steps(inner, system, hidden), meta, hidden
+            return log_steps(inner, system, hidden), meta, hidden
         raise ImportFailure(str(path), "trace object has no 'trajectory' or 'content'", where=where)
     if isinstance(data, str):
-        return _log_steps(data, system, hidden), meta, hidden
+        return log_steps(data, system, hidden), meta, hidden
     raise ImportFailure(str(path), f"unexpected trace of type {type(data).__name__}", where=where)
 
 
@@ -119,7 +119,8 @@ def _message_steps(messages: list, path: Path, where: str) -> list[Step]:
     return steps
 
 
-def _log_steps(text: str, system: str | None, hidden: dict) -> list[Step]:
+def log_steps(text: str, system: str | None, hidden: dict) -> list[Step]:
+    """A console log's steps; its trailing evaluation block, if any, goes to ``hidden``."""
     text, verdict = split_evaluation(text)
     if verdict is not None:
         hidden["evaluation"] = verdict

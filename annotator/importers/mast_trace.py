@@ -41,7 +41,7 @@ class MastTrace(Importer):
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         raw = path.read_bytes()
         with record_values(path):
-            rec = require(path, load_json(path), ())
+            rec = require(path, load_json(path, raw), ())
             system = _system_of(rec)
             steps, meta, hidden = trace_steps(rec, opts.system or system, path, "trace")
             if hidden:

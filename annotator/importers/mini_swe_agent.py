@@ -95,22 +95,22 @@ class MiniSWEAgent(Importer):
         return "messages" in keys and ("mini_version" in head.keys("info") or marked and "info" in keys)
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        data = load_json(path)
+        raw = path.read_bytes()
+        data = load_json(path, raw)
         info: dict = {}
         if isinstance(data, dict):
             messages = data.get("messages")
-            info = data.get("info") if isinstance(data.get("info"), dict) else {}
+            info = obj(data.get("info"))
         else:
             messages = data
         if not isinstance(messages, list):
             raise ImportFailure(str(path), "expected a list of messages")
         steps = message_steps(messages, path)
-        raw = path.read_bytes()
         status = info.get("exit_status")
         outcome = "unknown" if not status or str(status).lower() == "submitted" else "failure"
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+        config = obj(info.get("config"))
+        model_cfg = obj(config.get("model"))
         model = model_cfg.get("model_name")
         meta = {k: v for k, v in info.items() if k not in hidden and k != "config"}
         if isinstance(data, dict) and "trajectory_format" in data:

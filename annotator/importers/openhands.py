@@ -19,8 +19,8 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
-from annotator.importers.detect import Head, read_head
-from annotator.importers.reading import iter_jsonl, load_json
+from annotator.importers.detect import Head
+from annotator.importers.reading import json_lines, load_json
 from annotator.importers.steps import StepList, as_int, compact, fingerprint
 from annotator.importers.steps import json_text, obj, parse_time, plain, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
@@ -160,9 +160,9 @@ class OpenHands(Importer):
         return _RECORD_KEYS <= head.keys("") and bool(head.keys("history.item") & {"action", "observation"})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        if read_head(path, opts).kind == "jsonl":
-            skipped = opts.extra.setdefault("skipped_lines", [])
-            for lineno, rec in iter_jsonl(path, opts, skipped):
+        lines = json_lines(path, opts)
+        if lines is not None:
+            for lineno, rec in lines:
                 if not isinstance(rec, dict) or not isinstance(rec.get("history"), list):
                     raise ImportFailure(str(path), "not an OpenHands eval record (needs 'history')",
                                         where=f"line {lineno}")

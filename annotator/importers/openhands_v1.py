@@ -16,8 +16,8 @@ from pathlib import Path
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
-from annotator.importers.detect import Head, read_head
-from annotator.importers.reading import iter_jsonl, load_json
+from annotator.importers.detect import Head
+from annotator.importers.reading import json_lines, load_json
 from annotator.importers.steps import StepList, fingerprint, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import Step, Trajectory
 
@@ -131,17 +131,17 @@ class OpenHandsV1(Importer):
         return "source" in head.keys("item") and _is_event({"kind": kind, "source": None})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        if read_head(path, opts).kind == "jsonl":
-            skipped = opts.extra.setdefault("skipped_lines", [])
-            events = [rec for _, rec in iter_jsonl(path, opts, skipped)]
+        raw = path.read_bytes()
+        lines = json_lines(path, opts, raw)
+        if lines is not None:
+            events = [rec for _, rec in lines]
         else:
-            events = load_json(path)
+            events = load_json(path, raw)
             if not isinstance(events, list):
                 raise ImportFailure(str(path), "expected a list of OpenHands events")
         b = _Events()
         for i, event in enumerate(events):
             b.add(i, event, path)
-        raw = path.read_bytes()
         traj = Trajectory(
             id=stable_id(self.name, fingerprint(raw)),
             source_format=self.name,

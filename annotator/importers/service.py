@@ -225,8 +225,11 @@ def import_planned(
 ) -> ImportSummary:
     """Import the files of a :func:`plan_imports` plan; one result per file, in order."""
     summary = ImportSummary()
+    # What importers derive from the options alone (a parsed ground-truth folder), shared by the
+    #: files of this import so it is worked out once; each file still gets its own ``extra``.
+    shared: dict = {}
     for path, walked in plan:
-        file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {}})
+        file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {"shared": shared}})
         result = import_file(db, path, fmt, file_opts, walked=walked)
         summary.files.append(result)
         if progress:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions
-from annotator.importers.detect import Head, read_head
-from annotator.importers.reading import iter_jsonl, load_json
+from annotator.importers.detect import Head
+from annotator.importers.reading import json_lines, load_json
 from annotator.importers.steps import as_int, obj, parse_json_maybe, parse_time, seq, str_or_none
 
 
@@ -76,10 +76,10 @@ def _otlp_raw_spans(doc: dict) -> Iterator[tuple[dict, dict]]:
 
 def read_spans(path: Path, opts: ImportOptions) -> list[Span]:
     """Every span in the file, from whichever container it uses."""
-    if read_head(path, opts).kind == "jsonl":
-        skipped = opts.extra.setdefault("skipped_lines", [])
+    lines = json_lines(path, opts)
+    if lines is not None:
         spans: list[Span] = []
-        for lineno, doc in iter_jsonl(path, opts, skipped):
+        for lineno, doc in lines:
             if not isinstance(doc, dict):
                 raise ImportFailure(str(path), "expected an OTLP/JSON object", where=f"line {lineno}")
             spans.extend(_otlp_spans(doc))

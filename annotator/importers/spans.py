@@ -71,10 +71,11 @@ def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) ->
     traces: dict[str, list[Span]] = defaultdict(list)
     for sp in spans:
         traces[sp.trace_id].append(sp)
+    kinds = {id(sp): conv.kind(sp) for sp in spans}  # each span's kind, worked out once
     records = []
     for trace_id, members in traces.items():
-        if any(conv.kind(s) in (LLM, TOOL, AGENT, EVENT) for s in members):
-            records.append(_trace_record(path, opts, fmt, conv, trace_id, members))
+        if any(kinds[id(s)] in (LLM, TOOL, AGENT, EVENT) for s in members):
+            records.append(_trace_record(path, opts, fmt, conv, trace_id, members, kinds))
     if not records:
         raise ImportFailure(str(path), "nothing to import: no LLM, tool or agent spans found")
     if len(records) < len(traces):
@@ -83,13 +84,13 @@ def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) ->
 
 
 def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, trace_id: str,
-                  spans: list[Span]) -> ImportedRecord:
-    builder = _TraceBuilder(conv, spans)
+                  spans: list[Span], kinds: dict[int, str]) -> ImportedRecord:
+    builder = _TraceBuilder(conv, spans, kinds)
     steps = builder.build()
     by_id = {s.span_id: s for s in spans}
     roots = [s for s in spans if s.parent_id not in by_id]
     root = min(roots, key=lambda s: s.start) if roots else spans[0]
-    models = [m for s in spans if conv.kind(s) == LLM and (m := str_or_none(conv.model(s)))]
+    models = [m for s in spans if kinds[id(s)] == LLM and (m := str_or_none(conv.model(s)))]
     service = next((s.resource.get("service.name") for s in spans if s.resource.get("service.name")), None)
     task = next((s.content for s in steps.steps if s.role == "user" and s.content), None)
     traj = Trajectory(
@@ -120,12 +121,18 @@ def _clean(messages: object) -> list[dict]:
 
 
 class _TraceBuilder:
-    """Walks one trace's spans in time order and appends their steps."""
+    """Walks one trace's spans in time order and appends their steps.
 
-    def __init__(self, conv: Convention, spans: list[Span]):
+    ``kinds`` holds each span's kind by ``id(span)``; the ancestor chains are walked once here,
+    as every step's context looks them up again.
+    """
+
+    def __init__(self, conv: Convention, spans: list[Span], kinds: dict[int, str]):
         self.conv = conv
         self.spans = spans
+        self.kinds = kinds
         self.by_id = {s.span_id: s for s in spans}
+        self.ancestors = {id(s): self._ancestors(s) for s in spans}
         self.out = StepList()
         self.anchor: dict[str, int] = {}  # span id -> index of the step children hang under
         self.seen: set = set()
@@ -137,8 +144,8 @@ class _TraceBuilder:
     def build(self) -> StepList:
         items = []  # (time, depth, order, action, span)
         for order, sp in enumerate(self.spans):
-            depth = len(self._ancestors(sp))
-            kind = self.conv.kind(sp)
+            depth = len(self.ancestors[id(sp)])
+            kind = self.kinds[id(sp)]
             if kind in (AGENT, EVENT):
                 items.append((sp.start, depth, order, kind, sp))
             elif kind == LLM:
@@ -164,8 +171,8 @@ class _TraceBuilder:
     def _context(self, sp: Span) -> dict:
         """agent, parent and group of a step made from ``sp``."""
         agent = parent = group = None
-        for anc in [sp, *self._ancestors(sp)]:
-            kind = self.conv.kind(anc)
+        for anc in [sp, *self.ancestors[id(sp)]]:
+            kind = self.kinds[id(anc)]
             if agent is None and kind == AGENT:
                 agent = self.conv.agent_name(anc)
             if group is None and kind == CHAIN:

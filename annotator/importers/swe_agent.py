@@ -132,10 +132,10 @@ class SWEAgent(Importer):
             bool(keys & _RUN_KEYS) or keys == {"history"})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        data = load_json(path)
+        raw = path.read_bytes()
+        data = load_json(path, raw)
         if not isinstance(data, dict):
             raise ImportFailure(str(path), "expected a SWE-agent .traj object")
-        raw = path.read_bytes()
         history = data.get("history") or []
         trajectory = data.get("trajectory") or []
         if not isinstance(history, list) or not isinstance(trajectory, list):

@@ -14,8 +14,8 @@ from pathlib import Path
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
 from annotator.importers.detect import Head, decode_utf8
-from annotator.importers.mad import outcome_of
-from annotator.importers.log_splitters import guess_system, split_evaluation, split_log
+from annotator.importers.mad import log_steps, outcome_of
+from annotator.importers.log_splitters import guess_system
 from annotator.models import HIDDEN, Trajectory
 
 
@@ -52,16 +52,14 @@ class TextLog(Importer):
         if not text.strip():
             raise ImportFailure(str(path), "empty file")
         system = opts.system or guess_system(text)
-        body, verdict = split_evaluation(text)
-        meta: dict = {}
-        hidden = {"evaluation": verdict} if verdict is not None else {}
-        if hidden:
-            meta[HIDDEN] = hidden
+        hidden: dict = {}
         with record_values(path):
+            steps = log_steps(text, system, hidden)
+            meta: dict = {HIDDEN: hidden} if hidden else {}
             traj = finish(Trajectory(
                 id=stable_id(self.name, path.name), source_format=self.name, source_path=str(path),
                 title=path.stem, system=system, outcome=outcome_of(hidden), metadata=meta, raw=raw,
-                steps=split_log(body, system),
+                steps=steps,
             ), opts)
             item = ImportedRecord(trajectory=traj)
         yield item

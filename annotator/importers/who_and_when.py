@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
-
 from annotator.errors import ImportFailure
 from annotator.importers.base import (
     ImportedRecord,
@@ -27,6 +25,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json, require
+from annotator.importers.steps import plain
 from annotator.importers.log_splitters import parse_speaker
 from annotator.models import HIDDEN, Attribution, Step, Trajectory
 
@@ -42,8 +41,9 @@ class WhoAndWhen(Importer):
         return head.kind == "json" and {"history", "mistake_agent", "mistake_step"} <= head.keys("")
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        raw = path.read_bytes()
         with record_values(path):
-            rec = require(path, load_json(path), ("history", "mistake_agent", "mistake_step"))
+            rec = require(path, load_json(path, raw), ("history", "mistake_agent", "mistake_step"))
             history = rec["history"]
             if not isinstance(history, list):
                 raise ImportFailure(str(path), "'history' must be a list of messages")
@@ -64,7 +64,7 @@ class WhoAndWhen(Importer):
                 task=as_text(rec.get("question")) or None,
                 outcome="unknown" if correct is None else ("success" if correct else "failure"),
                 metadata=meta,
-                raw=path.read_bytes(),
+                raw=raw,
                 steps=steps,
             )
             traj = finish(traj, opts)
@@ -93,7 +93,7 @@ def _step(path: Path, i: int, msg: object) -> Step:
         recipient=recipient,
         kind=kind,
         content=as_text(msg.get("content")),
-        raw=orjson.loads(orjson.dumps(msg, default=str)),
+        raw=plain(msg),
     )
 
 
