@@ -402,13 +402,24 @@ def _progress_columns():
 @click.option("--max-input-tokens", type=click.IntRange(min=500), default=60_000, show_default=True,
               help="Token budget of one request; longer trajectories are labelled in overlapping windows.")
 @click.option("--max-output-tokens", type=click.IntRange(min=16), default=None, help="Cap on the judge's answer.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Most requests in flight; fewer while the server reports its rate limit reached.")
+@click.option("--rpm", type=click.FloatRange(min=0, min_open=True), metavar="N",
+              help="Requests per minute to stay under (for servers that send no rate-limit headers).")
+@click.option("--tpm", type=click.FloatRange(min=0, min_open=True), metavar="N",
+              help="Tokens per minute to stay under (likewise).")
+@click.option("--fixed-concurrency", is_flag=True,
+              help="Keep --concurrency requests in flight whatever the server says (no adaptive pacing).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Seconds per request.")
 @click.option("--max-attempts", type=click.IntRange(min=1), default=5, show_default=True, help="Tries per request.")
 @click.option("--dry-run", is_flag=True, help="Print requests, tokens and cost; send nothing.")
 @click.option("--max-cost", type=click.FloatRange(min=0), help="Stop cleanly before spending more USD than this.")
 @click.option("--price-in", type=click.FloatRange(min=0), help="USD per million input tokens (models not in the table).")
 @click.option("--price-out", type=click.FloatRange(min=0), help="USD per million output tokens.")
+@click.option("--price-cached", type=click.FloatRange(min=0),
+              help="USD per million cached input tokens (with --price-in; default: the input price).")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit 0 even if some trajectories failed (not if all did).")
 @click.option("--batch", is_flag=True, help="Use the OpenAI Batch API (half price, answers within 24 h).")
 @click.option("--resume-batch", metavar="BATCH_ID", help="Continue waiting for a submitted batch (with --resume).")
 @click.option("--poll", "poll_seconds", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
@@ -419,20 +430,23 @@ def _progress_columns():
 @click.pass_context
 @handled
 def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labeller, models, base_url, api_key_env,
-                 prompt, definitions, samples, temperature, max_input_tokens, max_output_tokens, concurrency, timeout,
-                 max_attempts, dry_run, max_cost, price_in, price_out, batch, resume_batch, poll_seconds, resume,
-                 taxonomy_path, quiet):
+                 prompt, definitions, samples, temperature, max_input_tokens, max_output_tokens, concurrency, rpm, tpm,
+                 fixed_concurrency, timeout, max_attempts, dry_run, max_cost, price_in, price_out, price_cached,
+                 allow_failures, batch, resume_batch, poll_seconds, resume, taxonomy_path, quiet):
     """Pre-label trajectories with an LLM judge or the rule detectors, as suggestions.
 
     Labels are stored under the run's own annotator (run:<id>), never over a person's.
-    Every response is cached: an interrupted run resumes with --resume and sends no
-    request twice.
+    Every response is cached: an interrupted run (Ctrl-C, SIGTERM, a crash) resumes with
+    --resume and sends no request twice; --max-cost holds for the run across resumes.
+    Requests are paced to the rate limits the server reports (or --rpm/--tpm). Exits 1
+    if any trajectory failed (unless --allow-failures) and whenever all of them did.
 
     \b
     Examples:
       mast prelabel --dry-run --model gpt-4o-mini --outcome failure
       mast prelabel --model gpt-4o-mini --max-cost 5
       mast prelabel --model llama3 --base-url http://localhost:8080/v1 --concurrency 4
+      mast prelabel --model gpt-4o-mini --rpm 500 --tpm 200000
       mast prelabel --model gpt-4o --model o3-mini --samples 3 --temperature 0.7
       mast prelabel --prompt mast-original --definitions definitions.txt --model o1
       mast prelabel --labeller rules
@@ -445,9 +459,11 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
     from annotator.labelling import service
     from annotator.labelling.judge import JudgeSettings
 
+    from annotator.labelling import summary
+
     db = _open(ctx)
     if resume is not None:
-        run, opts = service.resume_run(db, resume)
+        run, opts = service.resume_run(db, resume, base_url)
     else:
         judge = None
         if labeller == "llm":
@@ -460,17 +476,15 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
         opts = service.PrelabelOptions(
             labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
             outcome=outcome, limit=limit, judge=judge, definitions_path=definitions, api_key_env=api_key_env,
-            concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost,
-            price_in=price_in, price_out=price_out, batch=batch, poll_seconds=poll_seconds,
-            taxonomy_path=taxonomy_path,
+            concurrency=concurrency, rpm=rpm, tpm=tpm, adaptive=not fixed_concurrency, timeout=timeout,
+            max_attempts=max_attempts, max_cost=max_cost, price_in=price_in, price_out=price_out,
+            price_cached=price_cached, batch=batch, poll_seconds=poll_seconds, taxonomy_path=taxonomy_path,
         )
         if dry_run:
-            est = service.estimate(db, opts)
-            cost = f"{est.cost_usd:.4f} USD" if est.price_known else "unknown (model not in the price table: give --price-in/--price-out)"
-            out.print(Text(
-                f"dry run: {est.trajectories} trajectories, {est.requests} requests ({est.cached} cached),"
-                f" ~{est.tokens_in:,} input and ~{est.tokens_out:,} output tokens, estimated cost {cost}."
-                " Nothing was sent.", style="bold"))
+            first, *rest = summary.dry_run_lines(service.estimate(db, opts))
+            out.print(Text(first, style="bold"))
+            for line in rest:
+                out.print(Text(line))
             return
         run, opts = service.start_run(db, opts)
     priced = run.params.get("price_known", True)
@@ -490,17 +504,19 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
         def on_batch(batch_id, status):
             bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
 
-        try:
-            final = asyncio.run(service.execute(db, run, opts, on_progress=on_progress, on_batch=on_batch,
-                                                resume_batch=resume_batch))
-        except KeyboardInterrupt:
+        final, signalled = _until_signal(service.execute(db, run, opts, on_progress=on_progress,
+                                                         on_batch=on_batch, resume_batch=resume_batch))
+        if signalled:
             err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
-            sys.exit(130)
+            sys.exit(128 + signalled)
+    from annotator.store.requests import run_spend
+
+    first, *rest = summary.run_lines(final, run_spend(db, final.id),
+                                     service.prices(opts) if opts.judge else {}, priced)
+    out.print(Text(first, style="bold"))
+    for line in rest:
+        out.print(Text(line))
     counts = final.counts
-    line = (f"run {final.id} ({final.annotator}) {final.status}: {counts.get('done', 0)} labelled,"
-            f" {counts.get('failed', 0)} failed, {counts.get('sent', 0)} requests sent, {counts.get('cached', 0)} cached,"
-            f" {final.tokens_in + final.tokens_out:,} tokens, {cost(final.cost_usd)}")
-    out.print(Text(line, style="bold"))
     if counts.get("done"):
         out.print(Text(f"suggestions: {counts.get('present', 0)} present ({counts.get('ungrounded', 0)} ungrounded:"
                        f" the quote is not in the cited steps), {counts.get('absent', 0)} absent,"
@@ -511,6 +527,41 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     for item in run_items(db, final.id, "failed")[:20]:
         err.print(Text(f"failed: {item.trajectory_id}: {item.error}", style="red"))
+    code = summary.exit_status(final, allow_failures)
+    if code and counts.get("failed"):
+        err.print(Text(f"{counts['failed']} trajectory(ies) failed: fix the cause and `mast prelabel --resume {final.id}`"
+                       + ("" if counts.get("done") else "; nothing was labelled")
+                       + ("" if allow_failures or not counts.get("done") else " (or pass --allow-failures)"),
+                       style="red"))
+    if code:
+        sys.exit(code)
+
+
+def _until_signal(coro):
+    """Run ``coro``; SIGINT or SIGTERM cancels it (the run records itself as interrupted first).
+
+    Returns (the coroutine's result, None), or (None, the number of the signal that stopped it).
+    """
+    import asyncio
+    import signal
+
+    async def main():
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        got: list[int] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, lambda s=sig: (got.append(s), task.cancel()))
+        try:
+            return await task, None
+        except asyncio.CancelledError:
+            if got:
+                return None, got[0]
+            raise
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    return asyncio.run(main())
 
 
 # ---- annotate

@@ -82,12 +82,14 @@ async def run_batch(
                 continue
             tid, plan = wanted[key]
             usage = body.get("usage") or {}
+            tin, tout = usage.get("prompt_tokens", 0) or 0, usage.get("completion_tokens", 0) or 0
+            tcached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0
+            price = labeller.prices[plan.model]
             store_response(
                 db, key, body["choices"][0]["message"].get("content") or "", model=plan.model,
-                endpoint_host=labeller.endpoint_host, trajectory_id=tid,
-                tokens_in=usage.get("prompt_tokens", 0), tokens_out=usage.get("completion_tokens", 0),
+                endpoint_host=labeller.endpoint_host, trajectory_id=tid, run_id=run.id,
+                tokens_in=tin, tokens_cached=tcached, tokens_out=tout, cost_usd=price.cost(tin, tout, tcached),
             )
-            labeller.usage.settle(0.0, labeller.prices[plan.model], usage.get("prompt_tokens", 0),
-                                  usage.get("completion_tokens", 0))
+            labeller.usage.settle(0.0, price, tin, tout, tcached)
             stored += 1
     return run, stored

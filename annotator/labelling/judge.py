@@ -23,6 +23,7 @@ from annotator.labelling import mast_original
 from annotator.labelling.grounding import check_answer
 from annotator.labelling.llm import JudgeClient, extract_json
 from annotator.labelling.pricing import Price, Usage
+from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.prompts import (
     content_tag,
     part_note,
@@ -35,7 +36,7 @@ from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailur
 from annotator.labelling.voting import majority
 from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
 from annotator.models import Trajectory
-from annotator.store.requests import cached_keys, cached_response, store_response
+from annotator.store.requests import cached_keys, cached_response, prompt_secret, store_response
 from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
 
@@ -102,45 +103,49 @@ class LLMLabeller:
         usage: Usage,
         endpoint_host: str | None,
         definitions: dict[str, str] | None = None,
+        run_id: int | None = None,
     ):
         self.db, self.client, self.settings, self.taxonomy = db, client, settings, taxonomy
         self.prices, self.usage, self.endpoint_host = prices, usage, endpoint_host
-        self.definitions = definitions
+        self.run_id = run_id
         self.schema = answer_schema() if settings.prompt == "structured" else None
         self._structured = StructuredPrompt(taxonomy, self.schema) if self.schema is not None else None
+        self._original = mast_original.system_message(taxonomy, definitions) if self.schema is None else ""
+        self._secret = prompt_secret(db)
         self.sent = 0
         self.cached = 0
 
     # -- planning --------------------------------------------------------------------------
 
-    def _messages(self, tag: str, text: str) -> list[dict[str, str]]:
+    def _messages(self, text: str) -> list[dict[str, str]]:
         if self._structured is not None:
-            return self._structured.messages(tag, text)
-        return mast_original.messages(self.taxonomy, tag, text, self.definitions)
+            return self._structured.messages(text)
+        return mast_original.messages(self._original, text)
 
     def key(self, model: str, messages: list[dict[str, str]], sample: int) -> str:
         """The cache key of a request: model, endpoint, prompt hash, parameters, sample index."""
         s = self.settings
         prompt = hashlib.sha256(orjson.dumps(messages)).hexdigest()
         params = {"prompt": s.prompt, "temperature": s.temperature, "max_tokens": s.max_output_tokens}
-        material = orjson.dumps([model, s.base_url or "", prompt, params, sample], option=orjson.OPT_SORT_KEYS)
+        endpoint = strip_credentials(s.base_url) or ""
+        material = orjson.dumps([model, endpoint, prompt, params, sample], option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(material).hexdigest()
 
     def plan(self, traj: Trajectory) -> list[PlannedRequest]:
         """Every first-round request of ``traj``, windows first, then models, then samples."""
         s = self.settings
         model0 = s.models[0]
-        tag = content_tag(traj)
+        tag = content_tag(traj, self._secret)
         rendered = [render_step(step, tag) for step in traj.steps]
         empty = render_trajectory(traj, [], tag, part_note(traj.steps, len(traj.steps), 1, 2) if traj.steps else None)
-        overhead = sum(count_tokens(m["content"], model0) for m in self._messages(tag, empty))
+        overhead = sum(count_tokens(m["content"], model0) for m in self._messages(empty))
         budget = max(s.max_input_tokens - overhead - _MARGIN_TOKENS, 1)
         windows = plan_windows([count_tokens(r, model0) for r in rendered], budget)
         plans = []
         for k, w in enumerate(windows):
             steps = traj.steps[w.start : w.stop]
             note = part_note(steps, len(traj.steps), k + 1, len(windows)) if steps else None
-            messages = self._messages(tag, render_trajectory(traj, rendered[w.start : w.stop], tag, note))
+            messages = self._messages(render_trajectory(traj, rendered[w.start : w.stop], tag, note))
             for model in s.models:
                 tokens_in = _prompt_tokens(messages, model)  # once per (window, model): samples share it
                 for sample in range(s.samples):
@@ -158,10 +163,16 @@ class LLMLabeller:
                     )
         return plans
 
-    def estimate(self, model: str, tokens_in: int) -> tuple[int, int, float]:
-        """(input tokens, output tokens, cost) expected for one request of ``tokens_in`` to ``model``."""
+    def estimate(self, model: str, tokens_in: int, tokens_cached: int = 0) -> tuple[int, int, float]:
+        """(input tokens, output tokens, cost) expected for one request of ``tokens_in`` to ``model``,
+        ``tokens_cached`` of them expected from the provider's prompt cache."""
         tout = self.settings.max_output_tokens or expected_output_tokens(self.settings.prompt, len(self.taxonomy.modes))
-        return tokens_in, tout, self.prices[model].cost(tokens_in, tout)
+        return tokens_in, tout, self.prices[model].cost(tokens_in, tout, tokens_cached)
+
+    def fixed_prefix_tokens(self, model: str) -> int:
+        """Tokens of the system message every request of the run starts with: what a provider's
+        prompt cache can serve after the first request."""
+        return count_tokens(self._messages("")[0]["content"], model)
 
     # -- labelling -------------------------------------------------------------------------
 
@@ -217,8 +228,9 @@ class LLMLabeller:
             raise LabelFailure("the response is not cached and no endpoint is configured")
         tin, tout, cost = self.estimate(model, tokens_in)
         if not self.usage.reserve(cost):
-            raise BudgetExhausted(f"the next request would exceed --max-cost {self.usage.max_cost:g} USD")
-        got_in = got_out = 0
+            raise BudgetExhausted(f"the next request would exceed --max-cost {self.usage.max_cost:g} USD "
+                                  f"(the run has spent {self.usage.cost_usd:.4f} USD)")
+        got_in = got_cached = got_out = 0
         try:
             reply = await self.client.complete(
                 model,
@@ -226,14 +238,16 @@ class LLMLabeller:
                 temperature=self.settings.temperature,
                 schema=self.schema,
                 max_tokens=self.settings.max_output_tokens,
+                tokens=tin + tout,
             )
-            got_in, got_out = reply.tokens_in or tin, reply.tokens_out
+            got_in, got_cached, got_out = reply.tokens_in or tin, reply.tokens_cached, reply.tokens_out
             store_response(
                 self.db, key, reply.content, model=model, endpoint_host=self.endpoint_host,
-                trajectory_id=traj_id, tokens_in=got_in, tokens_out=got_out,
+                trajectory_id=traj_id, run_id=self.run_id, tokens_in=got_in, tokens_cached=got_cached,
+                tokens_out=got_out, cost_usd=self.prices[model].cost(got_in, got_out, got_cached),
             )
         finally:
-            self.usage.settle(cost, self.prices[model], got_in, got_out)
+            self.usage.settle(cost, self.prices[model], got_in, got_out, got_cached)
         self.sent += 1
         return reply.content
 

@@ -2,11 +2,14 @@
 
 This is the only module that imports ``openai`` (lazily, so ``mast --help`` stays fast). It
 sends one chat request with a bounded number of attempts, retrying with exponential backoff
-and jitter (tenacity) on 429, 5xx, timeouts, connection errors and unreadable responses, and
-honouring ``Retry-After``. Structured output degrades by capability: ``response_format`` of type
+and jitter (tenacity) on 429, 5xx, timeouts, dropped connections and unreadable responses, and
+honouring ``Retry-After``; every attempt waits for its turn at the :class:`~annotator.labelling.
+pacing.Pacer`, which paces the run to the rate limits the server reports. A refused connection
+or a malformed URL is not retried: it will not get better. Structured output degrades by capability: ``response_format`` of type
 ``json_schema`` first; if the server rejects it (llama.cpp answers it with HTTP 500), ``json_object``
 with the schema; then plain text, the JSON then being extracted from the reply. The mode that
-worked is kept for the rest of the run. The API key lives only inside the client object.
+worked is kept for the rest of the run. The API key lives only inside the client object, and is cut out of every
+error message before anyone sees it (a server may echo it back).
 
 The client runs on openai's aiohttp transport (``DefaultAioHttpClient``, the ``aiohttp`` extra):
 at 64 requests in flight it costs about a third less CPU per request than the default httpx
@@ -24,6 +27,8 @@ from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from annotator.errors import LabellingError
+from annotator.labelling.pacing import Pacer
+from annotator.labelling.redaction import Redactor
 
 FormatMode = Literal["json_schema", "json_object", "text"]
 _NEXT_MODE: dict[str, FormatMode] = {"json_schema": "json_object", "json_object": "text"}
@@ -31,6 +36,8 @@ _NEXT_MODE: dict[str, FormatMode] = {"json_schema": "json_object", "json_object"
 _CAPABILITY_STATUSES = {400, 404, 422, 500, 501}
 #: Longest wait a Retry-After header may impose on one retry.
 MAX_RETRY_AFTER_S = 60.0
+#: The header that makes the openai client hand back the raw response, headers included.
+_RAW_RESPONSE = {"X-Stainless-Raw-Response": "true"}
 
 
 class Completion(BaseModel):
@@ -38,6 +45,8 @@ class Completion(BaseModel):
 
     content: str
     tokens_in: int = 0
+    #: Input tokens the provider served from its prompt cache (billed at the cached rate).
+    tokens_cached: int = 0
     tokens_out: int = 0
 
 
@@ -51,10 +60,27 @@ def _openai():
     return openai
 
 
+def refused(exc: BaseException) -> bool:
+    """Whether a connection error is the server refusing the connection (nothing listens there)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError) or getattr(cur, "errno", None) == 111:
+            return True
+        os_error = getattr(cur, "os_error", None)  # aiohttp's ClientConnectorError
+        if isinstance(os_error, ConnectionRefusedError):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 def _transient(exc: BaseException) -> bool:
     openai = _openai()
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError) and refused(exc):
+        return False
     return isinstance(
         exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError)
     )
@@ -81,7 +107,7 @@ class _Wait:
 
 
 class JudgeClient:
-    """One endpoint: an AsyncOpenAI client, a concurrency bound, retries and the format fallback."""
+    """One endpoint: an AsyncOpenAI client, its pacer, retries and the format fallback."""
 
     def __init__(
         self,
@@ -91,45 +117,69 @@ class JudgeClient:
         timeout: float = 120.0,
         max_attempts: int = 5,
         concurrency: int = 16,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        adaptive: bool = True,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
     ):
         openai = _openai()
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
-                                          http_client=openai.DefaultAioHttpClient(timeout=timeout))
+        self.redact = Redactor(api_key, base_url)
+        try:
+            self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+                                              http_client=openai.DefaultAioHttpClient(timeout=timeout))
+        except Exception as exc:  # the client validates the URL
+            raise EndpointError(f"the endpoint URL {self.redact.url(base_url or '')!r} is not usable: "
+                                f"{self.redact(str(exc))}") from None
+        self.base_url = self.redact.url(str(self._client.base_url))
         self.max_attempts = max(1, max_attempts)
-        self._limit = asyncio.Semaphore(max(1, concurrency))
+        self.pacer = Pacer(concurrency, rpm=rpm, tpm=tpm, adaptive=adaptive)
         self._wait = _Wait(backoff_initial, backoff_max)
         self._completion_type = openai.types.chat.ChatCompletion
         self.modes: dict[str, FormatMode] = {}
 
     def __repr__(self) -> str:  # never show the key
-        return f"JudgeClient(base_url={str(self._client.base_url)!r})"
+        return f"JudgeClient(base_url={self.base_url!r})"
 
     async def close(self) -> None:
         await self._client.close()
 
     async def complete(
         self, model: str, messages: list[dict[str, str]], *, temperature: float, schema: dict[str, Any] | None,
-        max_tokens: int | None = None,
+        max_tokens: int | None = None, tokens: int = 0,
     ) -> Completion:
-        """One reply, trying weaker structured-output modes if the server rejects a stronger one."""
+        """One reply, trying weaker structured-output modes if the server rejects a stronger one.
+
+        ``tokens``: what the request is expected to count against a tokens-per-minute limit.
+        """
         mode: FormatMode = self.modes.get(model, "json_schema" if schema is not None else "text")
         openai = _openai()
         while True:
             probe = schema is not None and mode != "text" and self.modes.get(model) != mode
             try:
-                result = await self._send(model, messages, temperature, schema, mode, max_tokens, probe)
+                result = await self._send(model, messages, temperature, schema, mode, max_tokens, probe, tokens)
             except openai.APIStatusError as exc:
                 if not probe or exc.status_code not in _CAPABILITY_STATUSES:
-                    raise EndpointError(f"{model}: HTTP {exc.status_code}: {_message(exc)}") from exc
+                    raise EndpointError(self.redact(f"{model}: HTTP {exc.status_code}: {_message(exc)}")) from None
                 if self.modes.get(model) != mode:  # not confirmed meanwhile by another request
                     mode = _NEXT_MODE[mode]
                 continue
+            except openai.APIConnectionError as exc:
+                raise EndpointError(self.redact(f"{model}: {self._connection_problem(exc)}")) from None
             except (openai.APIError, json.JSONDecodeError) as exc:
-                raise EndpointError(f"{model}: {type(exc).__name__}: {_message(exc)}") from exc
+                raise EndpointError(self.redact(f"{model}: {type(exc).__name__}: {_message(exc)}")) from None
             self.modes[model] = mode
             return result
+
+    def _connection_problem(self, exc: BaseException) -> str:
+        """What went wrong with the connection, in words that say what to check."""
+        openai = _openai()
+        where = self.base_url
+        if isinstance(exc, openai.APITimeoutError):
+            return f"no answer from {where} within the timeout (--timeout)"
+        if refused(exc):
+            return f"connection refused by {where}: nothing is listening there (check --base-url)"
+        return f"cannot reach {where}: {_message(exc)}"
 
     def request_body(
         self, model: str, messages: list[dict[str, str]], temperature: float, schema: dict[str, Any] | None,
@@ -149,9 +199,10 @@ class JudgeClient:
         return body
 
     async def _send(
-        self, model, messages, temperature, schema, mode: FormatMode, max_tokens, probe: bool
+        self, model, messages, temperature, schema, mode: FormatMode, max_tokens, probe: bool, tokens: int
     ) -> Completion:
         body = self.request_body(model, messages, temperature, schema, mode, max_tokens)
+        openai = _openai()
 
         def retryable(exc: BaseException) -> bool:
             # A capability probe (mode not yet confirmed) is not retried: its failure means fallback.
@@ -167,17 +218,27 @@ class JudgeClient:
             reraise=True,
         ):
             with attempt:
-                async with self._limit:
-                    # ``post`` with the finished body: ``chat.completions.create`` would walk the
-                    # messages and the schema through its TypedDict transform first, which is
-                    # most of the client's CPU per request and changes nothing in a plain-JSON body.
-                    resp = await self._client.post("/chat/completions", body=body, cast_to=self._completion_type)
+                async with self.pacer.slot(tokens):
+                    try:
+                        # ``post`` with the finished body: ``chat.completions.create`` would walk the
+                        # messages and the schema through its TypedDict transform first, which is most
+                        # of the client's CPU per request and changes nothing in a plain-JSON body.
+                        raw = await self._client.post("/chat/completions", body=body, cast_to=self._completion_type,
+                                                      options={"headers": _RAW_RESPONSE})
+                    except openai.APIStatusError as exc:
+                        if exc.status_code == 429:
+                            await self.pacer.rate_limited(exc.response.headers, _retry_after(exc))
+                        raise
+                    await self.pacer.succeeded(raw.headers)
+                resp = raw.parse()
                 if not getattr(resp, "choices", None):
                     raise json.JSONDecodeError("response without choices", "", 0)
                 usage = resp.usage
+                details = getattr(usage, "prompt_tokens_details", None)
                 return Completion(
                     content=resp.choices[0].message.content or "",
                     tokens_in=getattr(usage, "prompt_tokens", 0) or 0,
+                    tokens_cached=getattr(details, "cached_tokens", 0) or 0,
                     tokens_out=getattr(usage, "completion_tokens", 0) or 0,
                 )
         raise AssertionError("unreachable")  # pragma: no cover - reraise=True always raises

@@ -6,6 +6,11 @@ in one transaction, under the run's own annotator ``run:<id>``, so a run interru
 (Ctrl-C, ``kill -9``) leaves every trajectory either fully labelled or untouched, and resuming
 skips the finished ones while the request cache answers everything already asked. A trajectory
 that cannot be labelled gets a failure record, never a partial or invalid label.
+
+A run's requests, tokens and spend are not counters of the process: they are summed from the
+responses it stored (each stored the moment it arrives, with its run and cost), so a session
+killed anywhere loses no dollar from the record, and ``--max-cost`` holds for the run as a whole
+across ``--resume``: a session starts with what the earlier ones spent.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from sqlite_utils import Database
 
 from annotator.errors import LabellingError
 from annotator.labelling.judge import BudgetExhausted, LLMLabeller, uncached_plans
-from annotator.labelling.pricing import Usage
+from annotator.labelling.pricing import PROMPT_CACHE_MIN_TOKENS, Price, Usage
 from annotator.labelling.verdicts import Labeller, ModeVerdict
 from annotator.models import Label, LabelRun, utcnow
-from annotator.store.requests import finish_item, item_counts, run_items, verdict_counts
+from annotator.store.requests import Spend, finish_item, item_counts, run_items, run_spend, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
 from taxonomy import Taxonomy
@@ -39,9 +44,22 @@ class Progress(BaseModel):
     sent: int = 0
     cached: int = 0
     tokens_in: int = 0
+    tokens_cached: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
     stopped: str | None = None
+
+
+class ModelEstimate(BaseModel):
+    """One judge model's share of a dry run, with the prices it is reckoned at."""
+
+    model: str
+    requests: int
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_usd: float
+    price: Price
 
 
 class DryRun(BaseModel):
@@ -51,9 +69,21 @@ class DryRun(BaseModel):
     requests: int
     cached: int
     tokens_in: int
+    #: Input tokens expected from the provider's prompt cache: the fixed system message of
+    #: every request after a model's first, where it is long enough to be cached.
+    tokens_cached: int = 0
     tokens_out: int
     cost_usd: float
     price_known: bool
+    models: list[ModelEstimate] = []
+
+
+def begin_usage(db: Database, run: LabelRun, max_cost: float | None) -> Usage:
+    """The spend a session of ``run`` starts from: everything earlier sessions stored, so a
+    budget covers the run across resumes."""
+    spent = run_spend(db, run.id) if run.id is not None else Spend()
+    return Usage(tokens_in=spent.tokens_in, tokens_cached=spent.tokens_cached, tokens_out=spent.tokens_out,
+                 cost_usd=spent.cost_usd, max_cost=max_cost)
 
 
 def to_labels(verdicts: Sequence[ModeVerdict], run: LabelRun, trajectory_id: str, taxonomy_hash: str) -> list[Label]:
@@ -91,15 +121,24 @@ def dry_run(db: Database, labeller: LLMLabeller, ids: Sequence[str]) -> DryRun:
     Answers sent back for repair are not foreseeable and not counted.
     """
     requests, todo = uncached_plans(db, labeller, ids)
-    tin = tout = 0
-    cost = 0.0
+    models = labeller.settings.models
+    per = {m: ModelEstimate(model=m, requests=0, tokens_in=0, tokens_cached=0, tokens_out=0, cost_usd=0.0,
+                            price=labeller.prices[m]) for m in models}
+    prefix = {m: labeller.fixed_prefix_tokens(m) for m in models}
     for _, p in todo:
-        i, o, c = labeller.estimate(p.model, p.tokens_in)
-        tin, tout, cost = tin + i, tout + o, cost + c
-    known = all(labeller.prices[m].known for m in labeller.settings.models)
+        est = per[p.model]
+        cached = prefix[p.model] if est.requests and prefix[p.model] >= PROMPT_CACHE_MIN_TOKENS else 0
+        i, o, c = labeller.estimate(p.model, p.tokens_in, cached)
+        est.requests += 1
+        est.tokens_in, est.tokens_cached, est.tokens_out, est.cost_usd = (
+            est.tokens_in + i, est.tokens_cached + cached, est.tokens_out + o, est.cost_usd + c)
+    known = all(labeller.prices[m].known for m in models)
+    shares = list(per.values())
     return DryRun(
-        trajectories=len(ids), requests=requests, cached=requests - len(todo), tokens_in=tin, tokens_out=tout,
-        cost_usd=cost, price_known=known,
+        trajectories=len(ids), requests=requests, cached=requests - len(todo),
+        tokens_in=sum(e.tokens_in for e in shares), tokens_cached=sum(e.tokens_cached for e in shares),
+        tokens_out=sum(e.tokens_out for e in shares), cost_usd=sum(e.cost_usd for e in shares),
+        price_known=known, models=shares,
     )
 
 
@@ -118,9 +157,8 @@ async def run_labeller(
     if run.id is None:
         raise ValueError("the run must be stored first")
     todo = pending(db, run, ids)
-    usage = usage or Usage()
-    base_in, base_out, base_cost = run.tokens_in, run.tokens_out, run.cost_usd  # earlier sessions of the run
-    base_sent, base_cached = run.counts.get("sent", 0), run.counts.get("cached", 0)
+    usage = usage or begin_usage(db, run, None)
+    base_cached = run.counts.get("cached", 0)  # cache hits cost nothing and are not stored per run
     progress = Progress(total=len(ids), skipped=len(ids) - len(todo))
     queue: asyncio.Queue[str] = asyncio.Queue()
     for tid in todo:
@@ -130,7 +168,8 @@ async def run_labeller(
     def report() -> None:
         progress.sent = getattr(labeller, "sent", 0)
         progress.cached = getattr(labeller, "cached", 0)
-        progress.tokens_in, progress.tokens_out, progress.cost_usd = usage.tokens_in, usage.tokens_out, usage.cost_usd
+        progress.tokens_in, progress.tokens_cached = usage.tokens_in, usage.tokens_cached
+        progress.tokens_out, progress.cost_usd = usage.tokens_out, usage.cost_usd
         if on_progress is not None:
             on_progress(progress)
 
@@ -152,15 +191,17 @@ async def run_labeller(
             report()
 
     def close(status: str) -> LabelRun:
+        spent = run_spend(db, run.id)
         final = run.model_copy(
             update={
                 "status": status,
                 "counts": item_counts(db, run.id)
                 | verdict_counts(db, run.id)
-                | {"sent": base_sent + progress.sent, "cached": base_cached + progress.cached},
-                "tokens_in": base_in + usage.tokens_in,
-                "tokens_out": base_out + usage.tokens_out,
-                "cost_usd": base_cost + usage.cost_usd,
+                | {"sent": spent.requests, "cached": base_cached + progress.cached,
+                   "tokens_cached": spent.tokens_cached},
+                "tokens_in": spent.tokens_in,
+                "tokens_out": spent.tokens_out,
+                "cost_usd": spent.cost_usd,
                 "finished_at": utcnow(),
                 "params": run.params | ({"stopped": progress.stopped} if progress.stopped else {}),
             }

@@ -20,10 +20,11 @@ from annotator.errors import LabellingError
 from annotator.labelling import mast_original
 from annotator.labelling.batch import run_batch
 from annotator.labelling.judge import JudgeSettings, LLMLabeller
-from annotator.labelling.pricing import Usage, price_for
+from annotator.labelling.pricing import Price, Usage, price_for
 from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
-from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, dry_run, run_labeller
+from annotator.labelling.redaction import MASK, strip_credentials
+from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, begin_usage, dry_run, run_labeller
 from annotator.models import LabelRun, Outcome
 from annotator.store.runs import create_run, get_run, update_run
 from annotator.store.trajectories import TrajectoryFilter, list_trajectories, resolve_id
@@ -46,11 +47,17 @@ class PrelabelOptions(BaseModel):
     definitions_path: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1)
+    #: Requests and tokens per minute to stay under, for servers that send no rate-limit headers.
+    rpm: float | None = Field(None, gt=0)
+    tpm: float | None = Field(None, gt=0)
+    #: False: keep exactly ``concurrency`` requests in flight whatever the server says.
+    adaptive: bool = True
     timeout: float = Field(120.0, gt=0)
     max_attempts: int = Field(5, ge=1)
     max_cost: float | None = Field(None, ge=0)
     price_in: float | None = Field(None, ge=0)
     price_out: float | None = Field(None, ge=0)
+    price_cached: float | None = Field(None, ge=0)
     batch: bool = False
     poll_seconds: float = Field(30.0, gt=0)
     taxonomy_path: str | None = None
@@ -91,13 +98,20 @@ def _definitions(opts: PrelabelOptions, taxonomy: Taxonomy) -> tuple[dict[str, s
     return defs, "\n".join(f"{k}\x00{v}" for k, v in sorted(defs.items()))
 
 
-def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage) -> LLMLabeller:
+def prices(opts: PrelabelOptions) -> dict[str, Price]:
+    """The price of every judge model of the run, as the run reckons its cost."""
+    assert opts.judge is not None
+    return {m: price_for(m, opts.price_in, opts.price_out, price_cached=opts.price_cached, batch=opts.batch)
+            for m in opts.judge.models}
+
+
+def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage,
+                  run_id: int | None = None) -> LLMLabeller:
     judge = opts.judge
     assert judge is not None
     defs, _ = _definitions(opts, taxonomy)
-    prices = {m: price_for(m, opts.price_in, opts.price_out, batch=opts.batch) for m in judge.models}
-    return LLMLabeller(db, client, judge, taxonomy, prices=prices, usage=usage,
-                       endpoint_host=endpoint_host(judge.base_url), definitions=defs)
+    return LLMLabeller(db, client, judge, taxonomy, prices=prices(opts), usage=usage,
+                       endpoint_host=endpoint_host(judge.base_url), definitions=defs, run_id=run_id)
 
 
 def estimate(db: Database, opts: PrelabelOptions) -> DryRun:
@@ -114,7 +128,7 @@ def _price_known(opts: PrelabelOptions) -> bool:
     """Whether the run's cost can be told: rules cost nothing, a judge needs a price for every model."""
     if opts.labeller == "rules" or opts.judge is None:
         return True
-    return all(price_for(m, opts.price_in, opts.price_out).known for m in opts.judge.models)
+    return all(p.known for p in prices(opts).values())
 
 
 def _api_key(opts: PrelabelOptions) -> str:
@@ -139,18 +153,36 @@ def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOp
         endpoint_host=endpoint_host(judge.base_url) if judge and opts.labeller == "llm" else None,
         prompt_name=name,
         prompt_hash=prompt_hash(name, taxonomy, extra if opts.labeller == "llm" else ",".join(DETECTORS)),
-        params={"options": opts.model_dump(mode="json"), "price_known": _price_known(opts)},
+        params={"options": _stored_options(opts), "price_known": _price_known(opts)},
         taxonomy_hash=taxonomy.version_hash,
     )
     return create_run(db, run), opts
 
 
-def resume_run(db: Database, run_id: int) -> tuple[LabelRun, PrelabelOptions]:
-    """A stored run set running again, with the options it was started with."""
+def _stored_options(opts: PrelabelOptions) -> dict:
+    """The options as a run records them: a ``--base-url``'s credentials are never stored."""
+    stored = opts.model_dump(mode="json")
+    if stored.get("judge") and stored["judge"].get("base_url"):
+        stored["judge"]["base_url"] = strip_credentials(stored["judge"]["base_url"])
+    return stored
+
+
+def resume_run(db: Database, run_id: int, base_url: str | None = None) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with (``base_url``: the
+    endpoint again, for one whose URL carried credentials, which are not stored)."""
     run = get_run(db, run_id)
     if "options" not in run.params:
         raise LabellingError(f"run {run_id} has no recorded options and cannot be resumed")
     opts = PrelabelOptions.model_validate(run.params["options"])
+    if opts.judge is not None:
+        if base_url is not None:
+            if strip_credentials(base_url) != opts.judge.base_url:
+                raise LabellingError(f"run {run_id} was sent to {opts.judge.base_url}, not to "
+                                     f"{strip_credentials(base_url)}")
+            opts = opts.model_copy(update={"judge": opts.judge.model_copy(update={"base_url": base_url})})
+        elif opts.judge.base_url and f"{MASK}@" in opts.judge.base_url:
+            raise LabellingError(f"run {run_id}'s endpoint URL carried credentials, which are never stored: "
+                                 f"give it again with --base-url")
     if opts.labeller == "llm":
         _api_key(opts)
     run = run.model_copy(update={"status": "running", "finished_at": None})
@@ -170,7 +202,7 @@ async def execute(
     """Run (or continue) ``run``: label what it has not labelled yet and record the outcome."""
     taxonomy = load_taxonomy(opts.taxonomy_path)
     ids = select(db, opts)
-    usage = Usage(max_cost=opts.max_cost)
+    usage = begin_usage(db, run, opts.max_cost)
     if opts.labeller == "rules":
         return await run_labeller(db, RulesLabeller(), taxonomy, run, ids, concurrency=opts.concurrency,
                                   usage=usage, on_progress=on_progress)
@@ -179,9 +211,10 @@ async def execute(
 
     assert opts.judge is not None
     client = JudgeClient(base_url=opts.judge.base_url, api_key=key, timeout=opts.timeout,
-                         max_attempts=opts.max_attempts, concurrency=opts.concurrency)
+                         max_attempts=opts.max_attempts, concurrency=opts.concurrency, rpm=opts.rpm, tpm=opts.tpm,
+                         adaptive=opts.adaptive)
     try:
-        labeller = _llm_labeller(db, opts, taxonomy, client, usage)
+        labeller = _llm_labeller(db, opts, taxonomy, client, usage, run.id)
         if opts.batch or resume_batch:
             run, _ = await run_batch(db, labeller, client, run, ids, batch_id=resume_batch,
                                      poll_seconds=opts.poll_seconds, on_status=on_batch)

@@ -45,6 +45,18 @@ def cached_keys(db: Database, keys: Iterable[str]) -> set[str]:
     return found
 
 
+class Spend(BaseModel):
+    """What a run has sent and paid for, summed over the responses it stored."""
+
+    requests: int = 0
+    tokens_in: int = 0
+    tokens_cached: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    #: The same per judge model (a vote can use several).
+    by_model: dict[str, "Spend"] = {}
+
+
 def store_response(
     db: Database,
     key: str,
@@ -53,16 +65,42 @@ def store_response(
     model: str,
     endpoint_host: str | None,
     trajectory_id: str | None,
+    run_id: int | None,
     tokens_in: int,
+    tokens_cached: int,
     tokens_out: int,
+    cost_usd: float,
 ) -> None:
-    """Keep a response under its key (first writer wins: a response is never replaced)."""
+    """Keep a response under its key with the run that paid for it (first writer wins: a
+    response is never replaced)."""
     with write(db):
         db.execute(
-            "INSERT OR IGNORE INTO llm_requests (key, trajectory_id, model, endpoint_host, response,"
-            " tokens_in, tokens_out, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [key, trajectory_id, model, endpoint_host, response, tokens_in, tokens_out, utcnow().isoformat()],
+            "INSERT OR IGNORE INTO llm_requests (key, trajectory_id, model, endpoint_host, response, tokens_in,"
+            " tokens_cached, tokens_out, cost_usd, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [key, trajectory_id, model, endpoint_host, response, tokens_in, tokens_cached, tokens_out, cost_usd,
+             run_id, utcnow().isoformat()],
         )
+
+
+def run_spend(db: Database, run_id: int) -> Spend:
+    """A run's requests, tokens and cost over every session of it, from the stored responses."""
+    by_model = {
+        r[0]: Spend(requests=r[1], tokens_in=r[2], tokens_cached=r[3], tokens_out=r[4], cost_usd=r[5])
+        for r in db.execute(
+            "SELECT model, count(*), sum(tokens_in), sum(tokens_cached), sum(tokens_out), sum(cost_usd)"
+            " FROM llm_requests WHERE run_id = ? GROUP BY model ORDER BY model",
+            [run_id],
+        )
+    }
+    parts = list(by_model.values())
+    return Spend(requests=sum(p.requests for p in parts), tokens_in=sum(p.tokens_in for p in parts),
+                 tokens_cached=sum(p.tokens_cached for p in parts), tokens_out=sum(p.tokens_out for p in parts),
+                 cost_usd=sum(p.cost_usd for p in parts), by_model=by_model)
+
+
+def prompt_secret(db: Database) -> bytes:
+    """The database's key for tagging the judge's untrusted-data frame (made by migration 005)."""
+    return bytes(db.execute("SELECT value FROM local_secrets WHERE name = 'prompt_frame'").fetchone()[0])
 
 
 def finish_item(

@@ -276,3 +276,23 @@ def _m004_report(db: Database) -> None:
         "CREATE INDEX idx_label_state_source ON label_state(annotator, trajectory_id, mode_id, label_id)"
     )
     db.execute("DROP INDEX idx_label_state_annotator")
+
+
+@MIGRATIONS(name="005_run_spend")
+def _m005_run_spend(db: Database) -> None:
+    """What a run spent, derived from what it stored; and the prompt frame's secret.
+
+    A run's totals were counters kept in memory and written when a session ended, so a session
+    killed with ``kill -9`` lost its spend and ``--max-cost`` started afresh on every
+    ``--resume``. Every response now carries the run that paid for it, its cached input tokens
+    and its cost, so a run's requests, tokens and spend are sums over its stored responses,
+    whatever happened to the process. ``local_secrets`` holds one random key made when the
+    database is created (never exported): the judge's untrusted-data frame is tagged with an
+    HMAC under it, which no text in an imported file can compute.
+    """
+    db.execute("ALTER TABLE llm_requests ADD COLUMN run_id INTEGER")
+    db.execute("ALTER TABLE llm_requests ADD COLUMN tokens_cached INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE llm_requests ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX idx_llm_requests_run ON llm_requests(run_id)")
+    db.execute("CREATE TABLE local_secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
+    db.execute("INSERT INTO local_secrets (name, value) VALUES ('prompt_frame', randomblob(32))")

@@ -84,9 +84,9 @@ def test_official_definitions_are_matched_by_name_not_by_their_swapped_numbers(s
     # the file's "3.2 Weak Verification" is our FM-3.3; its "3.3 No or Incorrect Verification" our FM-3.2
     assert defs["FM-3.3"].lower().startswith("weak verification")
     assert "omission of proper checking" in defs["FM-3.2"].lower()
-    msgs = mo.messages(TAX, "TAG", "run", defs)
-    user = msgs[1]["content"]
-    assert "3.3 Incorrect verification: Weak verification" in user
+    msgs = mo.messages(mo.system_message(TAX, defs), "run")
+    system = msgs[0]["content"]  # the definitions are the same for every run: in the cached prefix
+    assert "3.3 Incorrect verification: Weak verification" in system
 
 
 def test_definitions_file_without_headings_is_refused(tmp_path):

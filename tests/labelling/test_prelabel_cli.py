@@ -45,13 +45,18 @@ def test_dry_run_counts_requests_and_cost_and_sends_nothing(db, db_path, server)
     seed(db, 5)
     r = invoke(db_path, "--dry-run", "--model", "gpt-4o", "--base-url", server.base_url)
     assert r.exit_code == 0, r.output
-    m = re.search(r"(\d+) trajectories, (\d+) requests \((\d+) cached\), ~([\d,]+) input and ~([\d,]+) output "
-                  r"tokens, estimated cost ([\d.]+) USD", " ".join(r.output.split()))
+    m = re.search(r"(\d+) trajectories, (\d+) requests \((\d+) cached\), ~([\d,]+) input \(~([\d,]+) of them from "
+                  r"the provider's prompt cache\) and ~([\d,]+) output tokens, estimated cost ([\d.]+) USD",
+                  " ".join(r.output.split()))
     assert m, r.output
-    n, req, cached, tin, tout, cost = m.groups()
+    n, req, cached, tin, tcached, tout, cost = m.groups()
     assert (n, req, cached) == ("5", "5", "0")
-    tin, tout = int(tin.replace(",", "")), int(tout.replace(",", ""))
-    assert float(cost) == pytest.approx(price_for("gpt-4o").cost(tin, tout), abs=1e-4)
+    tin, tcached, tout = (int(v.replace(",", "")) for v in (tin, tcached, tout))
+    # the fixed system message (over 1,024 tokens) is expected from the prompt cache after the first request
+    assert tcached > 0 and tcached % 4 == 0 and tcached // 4 >= 1024
+    assert float(cost) == pytest.approx(price_for("gpt-4o").cost(tin, tout, tcached), abs=1e-4)
+    assert float(cost) < price_for("gpt-4o").cost(tin, tout)
+    assert "gpt-4o: 5 requests" in r.output and "$2.5 in, $1.25 cached in, $10 out per million tokens" in r.output
     assert tout == 5 * (40 * 14 + 60)
     assert server.log == []
     unknown = invoke(db_path, "--dry-run", "--model", "my-local-model")

@@ -1,0 +1,174 @@
+"""Pacing a bulk run to the provider's rate limits instead of a fixed concurrency.
+
+A provider limits an account by requests and tokens per minute. Too little concurrency wastes
+the limit; too much turns a run into a storm of 429s and backoffs. The :class:`Pacer` sits in
+front of every request and learns the limit from what the server says:
+
+- ``x-ratelimit-limit-requests`` / ``-tokens`` (OpenAI's and most compatible servers' headers)
+  set a leaky bucket (aiolimiter) at that rate, smoothed to one second's worth of burst;
+  ``--rpm`` / ``--tpm`` set the same buckets for servers that send no headers;
+- ``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*``: when what is left would not cover
+  the requests already in flight, every request waits for the reset, not only the next one;
+- a 429 (with ``Retry-After`` where given) pauses everyone for that long and halves the window
+  of requests in flight; every success widens it again by ``1/window`` (additive increase,
+  multiplicative decrease, as TCP does), up to ``--concurrency``.
+
+``adaptive=False`` keeps exactly ``--concurrency`` requests in flight and learns nothing (only
+``--rpm``/``--tpm`` still apply): for a server of your own with no limits, and as the
+benchmark's baseline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from aiolimiter import AsyncLimiter
+
+#: Share of a limit the buckets aim at: the server's clock and ours drift, and a request
+#: counted by the server before our bucket drains must not cost a 429.
+HEADROOM = 0.97
+#: Longest pause a reset or Retry-After header may impose.
+MAX_PAUSE_S = 60.0
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds in a reset header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"`` or a bare number."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    m = _DURATION.fullmatch(value)
+    if not m or not any(m.groups()):
+        return None
+    h, mins, s, ms = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mins * 60 + s + ms / 1000
+
+
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    value = headers.get(name)
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _Bucket:
+    """A per-minute budget as a leaky bucket holding at most one second's worth of burst."""
+
+    def __init__(self, per_minute: float):
+        self.per_minute = per_minute
+        per_second = max(per_minute * HEADROOM / 60.0, 1e-6)
+        self.limiter = AsyncLimiter(max(per_second, 1.0), time_period=max(1.0, 1.0 / per_second))
+
+    async def take(self, amount: float) -> None:
+        await self.limiter.acquire(min(max(amount, 0.0), self.limiter.max_rate))
+
+
+class PacingStats:
+    """What pacing did in a run: for the run summary and the benchmark."""
+
+    def __init__(self) -> None:
+        self.rate_limited = 0
+        self.paused_s = 0.0
+        self.learned_rpm: float | None = None
+        self.learned_tpm: float | None = None
+
+
+class Pacer:
+    """Admits requests at the pace the limits allow; one per endpoint, shared by all workers."""
+
+    def __init__(self, concurrency: int, *, rpm: float | None = None, tpm: float | None = None,
+                 adaptive: bool = True):
+        self.adaptive = adaptive
+        self.max_window = max(1, concurrency)
+        self.window = float(self.max_window)
+        self.in_flight = 0
+        self._given_rpm, self._given_tpm = rpm, tpm
+        self._requests = _Bucket(rpm) if rpm else None
+        self._tokens = _Bucket(tpm) if tpm else None
+        self._resume_at = 0.0
+        self._changed = asyncio.Condition()
+        self.stats = PacingStats()
+
+    # -- admission ---------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def slot(self, tokens: int) -> AsyncIterator[None]:
+        """Hold one request's place: the window, the buckets and any pause all allow it."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < int(self.window))
+            self.in_flight += 1
+        try:
+            await self._wait_pause()
+            if self._requests is not None:
+                await self._requests.take(1)
+            if self._tokens is not None:
+                await self._tokens.take(tokens)
+            await self._wait_pause()
+            yield
+        finally:
+            async with self._changed:
+                self.in_flight -= 1
+                self._changed.notify_all()
+
+    async def _wait_pause(self) -> None:
+        while (delay := self._resume_at - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def _pause(self, seconds: float) -> None:
+        seconds = min(max(seconds, 0.0), MAX_PAUSE_S)
+        until = time.monotonic() + seconds
+        if until > self._resume_at:
+            self.stats.paused_s += until - max(self._resume_at, time.monotonic())
+            self._resume_at = until
+
+    # -- learning ----------------------------------------------------------------------------
+
+    async def succeeded(self, headers: Mapping[str, str]) -> None:
+        """A request was answered: learn from its headers and widen the window a little."""
+        if not self.adaptive:
+            return
+        self._learn(headers)
+        async with self._changed:
+            self.window = min(float(self.max_window), self.window + 1.0 / self.window)
+            self._changed.notify_all()
+
+    async def rate_limited(self, headers: Mapping[str, str], retry_after: float | None) -> None:
+        """A 429: everyone waits as long as the server said, and the window halves."""
+        self.stats.rate_limited += 1
+        if not self.adaptive:
+            return
+        self._learn(headers)
+        reset = max(
+            (d for d in (parse_duration(headers.get("x-ratelimit-reset-requests")),
+                         parse_duration(headers.get("x-ratelimit-reset-tokens"))) if d is not None),
+            default=None,
+        )
+        self._pause(retry_after if retry_after is not None else reset if reset is not None else 1.0)
+        async with self._changed:
+            self.window = max(1.0, self.window / 2)
+            self._changed.notify_all()
+
+    def _learn(self, headers: Mapping[str, str]) -> None:
+        limit_r = _number(headers, "x-ratelimit-limit-requests")
+        limit_t = _number(headers, "x-ratelimit-limit-tokens")
+        if limit_r and self._given_rpm is None and (self._requests is None or self._requests.per_minute != limit_r):
+            self._requests = _Bucket(limit_r)
+            self.stats.learned_rpm = limit_r
+        if limit_t and self._given_tpm is None and (self._tokens is None or self._tokens.per_minute != limit_t):
+            self._tokens = _Bucket(limit_t)
+            self.stats.learned_tpm = limit_t
+        left_r = _number(headers, "x-ratelimit-remaining-requests")
+        if left_r is not None and left_r < self.in_flight:
+            self._pause(parse_duration(headers.get("x-ratelimit-reset-requests")) or 0.0)
+        left_t = _number(headers, "x-ratelimit-remaining-tokens")
+        if left_t is not None and left_t <= 0:
+            self._pause(parse_duration(headers.get("x-ratelimit-reset-tokens")) or 0.0)
