@@ -18,7 +18,6 @@ pool, which is what bounds a bulk run's throughput on a small machine.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Literal
 
