@@ -25,11 +25,11 @@ from annotator.labelling.llm import JudgeClient, extract_json
 from annotator.labelling.pricing import Price, Usage
 from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.prompts import (
+    StructuredPrompt,
     content_tag,
     part_note,
     render_step,
     render_trajectory,
-    StructuredPrompt,
     repair_messages,
 )
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
@@ -38,7 +38,7 @@ from annotator.labelling.windows import count_tokens, merge_windows, plan_window
 from annotator.models import Trajectory
 from annotator.store.requests import cached_keys, cached_response, prompt_secret, store_response
 from annotator.store.trajectories import get_trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 PromptName = Literal["structured", "mast-original"]
 #: Tokens kept free in every request for the instructions' own variations and the task text.

@@ -25,7 +25,7 @@ from annotator.errors import LabellingError
 from annotator.labelling.prompts import FRAME_RULE
 from annotator.labelling.verdicts import InvalidAnswer, ModeVerdict
 from annotator.models import Verdict
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 INSTRUCTIONS = """You review one run of an LLM agent or multi-agent system and decide, for each \
 failure mode defined below, whether it occurs in the run. Say yes for a mode only if you can \

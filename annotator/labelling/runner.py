@@ -29,7 +29,7 @@ from annotator.models import Label, LabelRun, utcnow
 from annotator.store.requests import Spend, finish_item, item_counts, run_items, run_spend, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 DEFAULT_CONCURRENCY = 16
 
