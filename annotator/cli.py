@@ -465,7 +465,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     db = _open(ctx)
     if resume is not None:
-        run, opts = service.resume_run(db, resume, base_url)
+        run, opts = service.resume_run(db, resume)
     else:
         judge = None
         if labeller == "llm":

@@ -13,6 +13,15 @@ wrong shape), ``FAULT:hallucinate`` (invented mode id, one missing), ``FAULT:out
 mast-original answer);
 ``FAULT:fixable``: invalid at first, valid once the answer is sent back for repair.
 
+Account limits, as a provider enforces them: ``rpm`` / ``tpm`` (requests and tokens per minute,
+each a token bucket refilled continuously and holding ``burst_s`` seconds' worth, since providers
+enforce a per-minute limit over shorter windows) answer 429 with
+``Retry-After`` once a bucket is empty; ``ratelimit_headers`` adds OpenAI's
+``x-ratelimit-limit/remaining/reset-requests/-tokens`` to every answer. A prompt's cached
+tokens are reported as OpenAI does (``usage.prompt_tokens_details.cached_tokens``): the longest
+prefix shared with an earlier prompt, from 1,024 tokens on, in steps of 128. ``reject_key``
+answers every chat request 401 with the key echoed in the message, as some servers do.
+
 A request is logged with the first ``ID:<word>`` found in its messages (``marker``), so a
 test can tell which trajectory a request was about. The default answer marks FM-1.3 present at the first step containing ``LOOP`` (quoting it) and
 every other mode absent. ``supports_json_schema=False`` makes it answer ``json_schema`` requests
@@ -23,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import socket
 import threading
@@ -52,12 +62,18 @@ class FakeOpenAI:
     """The server; use as a context manager. ``log`` lists every request it received."""
 
     def __init__(self, latency: float = 0.0, *, supports_json_schema: bool = True, hang_seconds: float = 5.0,
-                 retry_after: str = "1"):
+                 retry_after: str = "1", rpm: float | None = None, tpm: float | None = None,
+                 burst_s: float = 1.0, ratelimit_headers: bool = False, reject_key: bool = False):
         self.latency = latency
+        self.limits = {k: _Bucket(v, burst_s) for k, v in (("requests", rpm), ("tokens", tpm)) if v}
+        self.ratelimit_headers = ratelimit_headers
+        self.reject_key = reject_key
+        self._prompts: list[str] = []
         self.supports_json_schema = supports_json_schema
         self.hang_seconds = hang_seconds
         self.retry_after = retry_after
         self.log: list[dict[str, Any]] = []
+        self.rate_limited = 0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._seen: dict[str, int] = {}
@@ -86,6 +102,45 @@ class FakeOpenAI:
 
     # -- answers -----------------------------------------------------------------------------
 
+    def admit(self, body: dict[str, Any], authorization: str) -> tuple[int, Any, dict[str, str]] | None:
+        """The rejection a request gets before it is answered (bad key, rate limit), else None."""
+        if self.reject_key:
+            given = authorization.removeprefix("Bearer ")
+            return 401, {"error": {"message": f"Incorrect API key provided: {given}. You can find your API key "
+                                              "at your provider's dashboard.", "code": "invalid_api_key"}}, {}
+        if not self.limits:
+            return None
+        text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        cost = {"requests": 1.0, "tokens": len(text) / 4 + (body.get("max_tokens") or 0)}
+        with self._lock:
+            waits = {k: b.wait_for(cost[k]) for k, b in self.limits.items()}
+            if any(waits.values()):
+                headers = {"Retry-After": f"{max(waits.values()):.3f}"}
+                self.rate_limited += 1
+                return 429, {"error": {"message": "Rate limit reached", "type": "requests"}}, \
+                    headers | self._limit_headers()
+            for k, b in self.limits.items():
+                b.take(cost[k])
+        return None
+
+    def _limit_headers(self) -> dict[str, str]:
+        if not self.ratelimit_headers:
+            return {}
+        headers = {}
+        for k, b in self.limits.items():
+            headers[f"x-ratelimit-limit-{k}"] = str(int(b.per_minute))
+            headers[f"x-ratelimit-remaining-{k}"] = str(int(b.level()))
+            headers[f"x-ratelimit-reset-{k}"] = f"{b.reset_seconds():.3f}s"
+        return headers
+
+    def _cached_tokens(self, text: str) -> int:
+        """The prompt-cache hit of ``text``, as OpenAI counts it."""
+        with self._lock:
+            shared = max((len(os.path.commonprefix([text, p])) for p in self._prompts), default=0)
+            self._prompts = [*self._prompts[-31:], text]
+        tokens = shared // 4
+        return 0 if tokens < 1024 else tokens - tokens % 128
+
     def answer(self, body: dict[str, Any], key: str) -> tuple[int, Any, dict[str, str]]:
         """(status, JSON body or raw bytes, headers) for a chat request; also what a batch line gets.
 
@@ -109,7 +164,11 @@ class FakeOpenAI:
                 return 0, f, {}
         repaired = "That answer is invalid" in str(messages[-1].get("content", "")) if messages else False
         content = self._content(text, faults, original="@@" in text and "<yes or no>" in text, repaired=repaired)
-        return 200, _completion(body.get("model", "model"), content, len(text) // 4), {}
+        completion = _completion(body.get("model", "model"), content, len(text) // 4, self._cached_tokens(text))
+        if "tokens" in self.limits:  # the answer's tokens count against the limit as well
+            with self._lock:
+                self.limits["tokens"].take(completion["usage"]["completion_tokens"])
+        return 200, completion, self._limit_headers()
 
     def _content(self, text: str, faults: set[str], *, original: bool, repaired: bool) -> str:
         steps = [(int(m.group(2)), m.group(3)) for m in _STEP.finditer(text)]
@@ -182,6 +241,13 @@ class FakeOpenAI:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_GET(self) -> None:
+                if self.path == "/v1/stats":  # for a benchmark whose server runs in another process
+                    with server._lock:
+                        statuses: dict[str, int] = {}
+                        for e in server.chat_requests():
+                            statuses[str(e.get("status"))] = statuses.get(str(e.get("status")), 0) + 1
+                    self._send(200, {"statuses": statuses, "rate_limited": server.rate_limited})
+                    return
                 m = re.fullmatch(r"/v1/batches/([\w-]+)", self.path)
                 if m and m.group(1) in server.batches:
                     self._send(200, server._advance(m.group(1)))
@@ -200,9 +266,10 @@ class FakeOpenAI:
                          "marker": marker.group(1) if marker else None,
                          "response_format": (body.get("response_format") or {}).get("type"),
                          "authorization": self.headers.get("Authorization", "")}
+                rejected = server.admit(body, self.headers.get("Authorization", ""))
                 if server.latency:
                     time.sleep(server.latency)
-                status, payload, headers = server.answer(body, key)
+                status, payload, headers = rejected or server.answer(body, key)
                 entry["status"] = status if status else payload
                 with server._lock:
                     server.log.append(entry)
@@ -271,7 +338,34 @@ class _QuietServer(ThreadingHTTPServer):
         return
 
 
-def _completion(model: str, content: str, prompt_tokens: int) -> dict[str, Any]:
+class _Bucket:
+    """A per-minute limit: a bucket of ``burst_s`` seconds' worth, refilled continuously."""
+
+    def __init__(self, per_minute: float, burst_s: float):
+        self.per_minute = per_minute
+        self.capacity = per_minute * burst_s / 60
+        self._level = self.capacity
+        self._at = time.monotonic()
+
+    def level(self) -> float:
+        now = time.monotonic()
+        self._level = min(self.capacity, self._level + (now - self._at) * self.per_minute / 60)
+        self._at = now
+        return self._level
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until ``amount`` is available (0 if it is now)."""
+        missing = min(amount, self.capacity) - self.level()
+        return max(missing, 0.0) * 60 / self.per_minute
+
+    def take(self, amount: float) -> None:
+        self._level = self.level() - amount
+
+    def reset_seconds(self) -> float:
+        return (self.capacity - self.level()) * 60 / self.per_minute
+
+
+def _completion(model: str, content: str, prompt_tokens: int, cached_tokens: int = 0) -> dict[str, Any]:
     return {
         "id": "chatcmpl-" + uuid.uuid4().hex[:12],
         "object": "chat.completion",
@@ -279,7 +373,8 @@ def _completion(model: str, content: str, prompt_tokens: int) -> dict[str, Any]:
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4,
-                  "total_tokens": prompt_tokens + len(content) // 4},
+                  "total_tokens": prompt_tokens + len(content) // 4,
+                  "prompt_tokens_details": {"cached_tokens": cached_tokens}},
     }
 
 

@@ -23,7 +23,6 @@ from annotator.labelling import mast_original
 from annotator.labelling.grounding import check_answer
 from annotator.labelling.llm import JudgeClient, extract_json
 from annotator.labelling.pricing import Price, Usage
-from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.prompts import (
     StructuredPrompt,
     content_tag,
@@ -127,8 +126,7 @@ class LLMLabeller:
         s = self.settings
         prompt = hashlib.sha256(orjson.dumps(messages)).hexdigest()
         params = {"prompt": s.prompt, "temperature": s.temperature, "max_tokens": s.max_output_tokens}
-        endpoint = strip_credentials(s.base_url) or ""
-        material = orjson.dumps([model, endpoint, prompt, params, sample], option=orjson.OPT_SORT_KEYS)
+        material = orjson.dumps([model, s.base_url or "", prompt, params, sample], option=orjson.OPT_SORT_KEYS)
         return hashlib.sha256(material).hexdigest()
 
     def plan(self, traj: Trajectory) -> list[PlannedRequest]:

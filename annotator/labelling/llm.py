@@ -78,7 +78,7 @@ def _transient(exc: BaseException) -> bool:
     openai = _openai()
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
-    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError) and refused(exc):
+    if isinstance(exc, openai.APIConnectionError) and refused(exc):  # aiohttp reports it as a connect timeout
         return False
     return isinstance(
         exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError, json.JSONDecodeError)
@@ -174,10 +174,10 @@ class JudgeClient:
         """What went wrong with the connection, in words that say what to check."""
         openai = _openai()
         where = self.base_url
-        if isinstance(exc, openai.APITimeoutError):
-            return f"no answer from {where} within the timeout (--timeout)"
         if refused(exc):
             return f"connection refused by {where}: nothing is listening there (check --base-url)"
+        if isinstance(exc, openai.APITimeoutError):
+            return f"no answer from {where} within the timeout (--timeout)"
         return f"cannot reach {where}: {_message(exc)}"
 
     def request_body(
@@ -228,11 +228,11 @@ class JudgeClient:
                         if exc.status_code == 429:
                             await self.pacer.rate_limited(exc.response.headers, _retry_after(exc))
                         raise
-                    await self.pacer.succeeded(raw.headers)
-                resp = raw.parse()
+                    resp = raw.parse()
+                    usage = resp.usage
+                    await self.pacer.succeeded(raw.headers, tokens, getattr(usage, "total_tokens", 0) or 0)
                 if not getattr(resp, "choices", None):
                     raise json.JSONDecodeError("response without choices", "", 0)
-                usage = resp.usage
                 details = getattr(usage, "prompt_tokens_details", None)
                 return Completion(
                     content=resp.choices[0].message.content or "",
@@ -263,7 +263,9 @@ class JudgeClient:
 
 
 def _message(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc)
+    body = getattr(exc, "body", None)  # an HTTP error's own message, without the client's prefix
+    text = body.get("message") if isinstance(body, dict) and isinstance(body.get("message"), str) else None
+    text = text or getattr(exc, "message", None) or str(exc)
     return " ".join(str(text).split())[:300]
 
 

@@ -9,9 +9,19 @@ front of every request and learns the limit from what the server says:
   ``--rpm`` / ``--tpm`` set the same buckets for servers that send no headers;
 - ``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*``: when what is left would not cover
   the requests already in flight, every request waits for the reset, not only the next one;
-- a 429 (with ``Retry-After`` where given) pauses everyone for that long and halves the window
-  of requests in flight; every success widens it again by ``1/window`` (additive increase,
-  multiplicative decrease, as TCP does), up to ``--concurrency``.
+- the window of requests in flight starts at one and grows by one per answer (slow start: it
+  doubles each round trip, so the first answers, and their headers, come back before a burst
+  goes out); a 429 (with ``Retry-After`` where given) pauses everyone for that long and halves
+  the window, after which every answer widens it by ``1/window`` (additive increase,
+  multiplicative decrease, as TCP does); never beyond ``--concurrency``;
+- a request's tokens are estimated before it is sent (our count of the prompt plus the answer
+  expected); the ratio of what the server then reports in ``usage`` to that estimate is kept as
+  a running mean and applied to the next estimates, so a tokens-per-minute limit is used to the
+  full and not missed by a tokenizer's difference;
+- where neither headers nor ``--rpm`` say the limit, a 429 sets a request bucket at 85% of the
+  rate answered over the last seconds, and every answer raises it by one request a minute:
+  additive increase, multiplicative decrease on the rate itself, since with a fast server even
+  one request in flight can exceed the limit.
 
 ``adaptive=False`` keeps exactly ``--concurrency`` requests in flight and learns nothing (only
 ``--rpm``/``--tpm`` still apply): for a server of your own with no limits, and as the
@@ -23,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -33,6 +44,12 @@ from aiolimiter import AsyncLimiter
 HEADROOM = 0.97
 #: Longest pause a reset or Retry-After header may impose.
 MAX_PAUSE_S = 60.0
+#: Seconds of answers over which the rate a 429 interrupted is measured.
+RATE_WINDOW_S = 5.0
+#: On a 429 with nothing else to go by, the request rate drops to this share of the rate answered.
+BACKOFF_SHARE = 0.85
+#: Weight of the newest answer in the running ratio of reported to estimated tokens.
+CALIBRATION_WEIGHT = 0.1
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
 
 
@@ -64,9 +81,17 @@ class _Bucket:
     """A per-minute budget as a leaky bucket holding at most one second's worth of burst."""
 
     def __init__(self, per_minute: float):
+        self.limiter = AsyncLimiter(1.0)
+        self.set_rate(per_minute)
+
+    def set_rate(self, per_minute: float) -> None:
+        """Change the rate in place, keeping what the bucket holds (a new bucket would start empty
+        and let a burst through). aiolimiter derives its drip rate from these three attributes."""
         self.per_minute = per_minute
         per_second = max(per_minute * HEADROOM / 60.0, 1e-6)
-        self.limiter = AsyncLimiter(max(per_second, 1.0), time_period=max(1.0, 1.0 / per_second))
+        lim = self.limiter
+        lim.max_rate, lim.time_period = max(per_second, 1.0), max(1.0, 1.0 / per_second)
+        lim._rate_per_sec = lim.max_rate / lim.time_period
 
     async def take(self, amount: float) -> None:
         await self.limiter.acquire(min(max(amount, 0.0), self.limiter.max_rate))
@@ -89,13 +114,17 @@ class Pacer:
                  adaptive: bool = True):
         self.adaptive = adaptive
         self.max_window = max(1, concurrency)
-        self.window = float(self.max_window)
+        self.window = 1.0 if adaptive else float(self.max_window)
+        self._slow_start = adaptive
         self.in_flight = 0
         self._given_rpm, self._given_tpm = rpm, tpm
         self._requests = _Bucket(rpm) if rpm else None
         self._tokens = _Bucket(tpm) if tpm else None
         self._resume_at = 0.0
         self._changed = asyncio.Condition()
+        self._answered: deque[float] = deque()
+        self._probing = False  # the request bucket was set from 429s alone
+        self._token_ratio = 1.0
         self.stats = PacingStats()
 
     # -- admission ---------------------------------------------------------------------------
@@ -111,7 +140,7 @@ class Pacer:
             if self._requests is not None:
                 await self._requests.take(1)
             if self._tokens is not None:
-                await self._tokens.take(tokens)
+                await self._tokens.take(tokens * self._token_ratio)
             await self._wait_pause()
             yield
         finally:
@@ -132,13 +161,24 @@ class Pacer:
 
     # -- learning ----------------------------------------------------------------------------
 
-    async def succeeded(self, headers: Mapping[str, str]) -> None:
-        """A request was answered: learn from its headers and widen the window a little."""
+    async def succeeded(self, headers: Mapping[str, str], estimated: int = 0, reported: int = 0) -> None:
+        """A request was answered: learn from its headers and its tokens (``estimated`` before it
+        was sent, ``reported`` by the server) and widen the window a little."""
         if not self.adaptive:
             return
+        if estimated > 0 and reported > 0:
+            w = CALIBRATION_WEIGHT
+            self._token_ratio = (1 - w) * self._token_ratio + w * (reported / estimated)
+        now = time.monotonic()
+        self._answered.append(now)
+        while self._answered and self._answered[0] < now - RATE_WINDOW_S:
+            self._answered.popleft()
         self._learn(headers)
+        if self._probing and self._requests is not None:
+            self._requests.set_rate(self._requests.per_minute + 1.0)
         async with self._changed:
-            self.window = min(float(self.max_window), self.window + 1.0 / self.window)
+            step = 1.0 if self._slow_start else 1.0 / self.window
+            self.window = min(float(self.max_window), self.window + step)
             self._changed.notify_all()
 
     async def rate_limited(self, headers: Mapping[str, str], retry_after: float | None) -> None:
@@ -147,6 +187,11 @@ class Pacer:
         if not self.adaptive:
             return
         self._learn(headers)
+        if self._given_rpm is None and (self._requests is None or self._probing):
+            answered = len(self._answered) / RATE_WINDOW_S * 60
+            current = self._requests.per_minute if self._requests is not None else answered
+            self._requests = self._set(self._requests, max(1.0, BACKOFF_SHARE * min(answered or current, current)))
+            self._probing = True
         reset = max(
             (d for d in (parse_duration(headers.get("x-ratelimit-reset-requests")),
                          parse_duration(headers.get("x-ratelimit-reset-tokens"))) if d is not None),
@@ -154,17 +199,27 @@ class Pacer:
         )
         self._pause(retry_after if retry_after is not None else reset if reset is not None else 1.0)
         async with self._changed:
+            self._slow_start = False
             self.window = max(1.0, self.window / 2)
             self._changed.notify_all()
+
+    @staticmethod
+    def _set(bucket: _Bucket | None, per_minute: float) -> _Bucket:
+        if bucket is None:
+            return _Bucket(per_minute)
+        bucket.set_rate(per_minute)
+        return bucket
 
     def _learn(self, headers: Mapping[str, str]) -> None:
         limit_r = _number(headers, "x-ratelimit-limit-requests")
         limit_t = _number(headers, "x-ratelimit-limit-tokens")
-        if limit_r and self._given_rpm is None and (self._requests is None or self._requests.per_minute != limit_r):
-            self._requests = _Bucket(limit_r)
+        if limit_r and self._given_rpm is None and (self._probing or self._requests is None
+                                                    or self._requests.per_minute != limit_r):
+            self._requests = self._set(self._requests, limit_r)
+            self._probing = False
             self.stats.learned_rpm = limit_r
         if limit_t and self._given_tpm is None and (self._tokens is None or self._tokens.per_minute != limit_t):
-            self._tokens = _Bucket(limit_t)
+            self._tokens = self._set(self._tokens, limit_t)
             self.stats.learned_tpm = limit_t
         left_r = _number(headers, "x-ratelimit-remaining-requests")
         if left_r is not None and left_r < self.in_flight:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import Literal
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlite_utils import Database
@@ -23,7 +23,7 @@ from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.pricing import Price, Usage, price_for
 from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
-from annotator.labelling.redaction import MASK, strip_credentials
+from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, begin_usage, dry_run, run_labeller
 from annotator.models import LabelRun, Outcome
 from annotator.store.runs import create_run, get_run, update_run
@@ -81,12 +81,33 @@ def select(db: Database, opts: PrelabelOptions) -> list[str]:
     return chosen[: opts.limit] if opts.limit else chosen
 
 
+def check_base_url(url: str) -> None:
+    """Refuse an endpoint URL that cannot work, before anything is stored or sent.
+
+    Credentials in the URL are refused too: the client sends the API key as its Authorization
+    header and cannot send a URL's user and password beside it, and a URL is stored with the run.
+    """
+    shown = strip_credentials(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a malformed port)
+    except ValueError as exc:
+        raise LabellingError(f"--base-url {shown!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LabellingError(f"--base-url {shown!r} is not an http(s) URL with a host (e.g. http://localhost:8080/v1)")
+    if parts.username is not None or parts.password is not None:
+        raise LabellingError(f"--base-url {shown!r} carries credentials: give the token through the API key "
+                             "variable (--api-key-env) instead; URLs are stored with the run")
+
+
 def _with_base_url(opts: PrelabelOptions) -> PrelabelOptions:
     if opts.labeller == "llm" and opts.judge is None:
         raise LabellingError("the llm labeller needs at least one --model")
     if opts.judge is not None and opts.judge.base_url is None and os.environ.get("OPENAI_BASE_URL"):
         judge = opts.judge.model_copy(update={"base_url": os.environ["OPENAI_BASE_URL"]})
-        return opts.model_copy(update={"judge": judge})
+        opts = opts.model_copy(update={"judge": judge})
+    if opts.labeller == "llm" and opts.judge is not None and opts.judge.base_url is not None:
+        check_base_url(opts.judge.base_url)
     return opts
 
 
@@ -154,36 +175,18 @@ def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOp
         endpoint_host=endpoint_host(judge.base_url) if judge and opts.labeller == "llm" else None,
         prompt_name=name,
         prompt_hash=prompt_hash(name, taxonomy, extra if opts.labeller == "llm" else ",".join(DETECTORS)),
-        params={"options": _stored_options(opts), "price_known": _price_known(opts)},
+        params={"options": opts.model_dump(mode="json"), "price_known": _price_known(opts)},
         taxonomy_hash=taxonomy.version_hash,
     )
     return create_run(db, run), opts
 
 
-def _stored_options(opts: PrelabelOptions) -> dict:
-    """The options as a run records them: a ``--base-url``'s credentials are never stored."""
-    stored = opts.model_dump(mode="json")
-    if stored.get("judge") and stored["judge"].get("base_url"):
-        stored["judge"]["base_url"] = strip_credentials(stored["judge"]["base_url"])
-    return stored
-
-
-def resume_run(db: Database, run_id: int, base_url: str | None = None) -> tuple[LabelRun, PrelabelOptions]:
-    """A stored run set running again, with the options it was started with (``base_url``: the
-    endpoint again, for one whose URL carried credentials, which are not stored)."""
+def resume_run(db: Database, run_id: int) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with."""
     run = get_run(db, run_id)
     if "options" not in run.params:
         raise LabellingError(f"run {run_id} has no recorded options and cannot be resumed")
     opts = PrelabelOptions.model_validate(run.params["options"])
-    if opts.judge is not None:
-        if base_url is not None:
-            if strip_credentials(base_url) != opts.judge.base_url:
-                raise LabellingError(f"run {run_id} was sent to {opts.judge.base_url}, not to "
-                                     f"{strip_credentials(base_url)}")
-            opts = opts.model_copy(update={"judge": opts.judge.model_copy(update={"base_url": base_url})})
-        elif opts.judge.base_url and f"{MASK}@" in opts.judge.base_url:
-            raise LabellingError(f"run {run_id}'s endpoint URL carried credentials, which are never stored: "
-                                 f"give it again with --base-url")
     if opts.labeller == "llm":
         _api_key(opts)
     run = run.model_copy(update={"status": "running", "finished_at": None})

@@ -198,3 +198,137 @@ def test_the_api_key_is_never_stored_printed_or_logged(db, db_path, server, tmp_
     for p in files:
         assert API_KEY.encode() not in p.read_bytes(), p
     assert all(API_KEY not in o for o in outputs)
+
+
+# ---- spend that adds up, exit codes, messages, secrets
+
+
+def test_max_cost_holds_for_the_whole_run_across_resumes(db, db_path, server):
+    seed(db, 12)
+    price = ["--price-in", "100", "--price-out", "100"]  # about $0.2 a request: the cap binds fast
+    first = invoke(db_path, "--model", "m", "--base-url", server.base_url, "--max-cost", "1", *price, "-q")
+    assert first.exit_code == 0, first.output
+    assert "stopped: the next request would exceed --max-cost 1" in " ".join(first.output.split())
+    assert 0 < len(server.chat_requests()) < 12
+    for _ in range(2):
+        again = invoke(db_path, "--resume", "1", "-q")
+        assert again.exit_code == 0, again.output
+    run = get_run(db, 1)
+    stored = db.execute("SELECT count(*), sum(cost_usd), sum(tokens_in) FROM llm_requests WHERE run_id = 1").fetchone()
+    assert run.cost_usd <= 1.0 and run.cost_usd == pytest.approx(stored[1])
+    assert run.counts["sent"] == stored[0] == len(server.chat_requests()) < 12  # the resumes sent nothing more
+    assert run.tokens_in == stored[2]
+
+
+def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
+    seed(db, 30)
+    with FakeOpenAI(latency=0.25) as srv:
+        proc = _spawn(db_path, "--model", "gpt-4o-mini", "--base-url", srv.base_url, "--concurrency", "3")
+        _wait_for(lambda: len(srv.chat_requests()) >= 9)
+        proc.kill()
+        proc.wait()
+        check = open_db(db_path)
+        stored = check.execute("SELECT count(*), sum(tokens_in), sum(tokens_out) FROM llm_requests").fetchone()
+        resumed = subprocess.run([*MAST, "--db", str(db_path), "prelabel", "--resume", "1", "-q"], env=env(),
+                                 capture_output=True, text=True, timeout=60)
+        assert resumed.returncode == 0, resumed.stderr
+        answered = [e for e in srv.chat_requests() if e["status"] == 200]
+    run = get_run(check, 1)
+    totals = check.execute("SELECT count(*), sum(tokens_in), sum(tokens_out), sum(tokens_cached) FROM llm_requests"
+                           ).fetchone()
+    assert stored[0] >= 6  # the killed session had stored answers ...
+    assert (run.counts["sent"], run.tokens_in, run.tokens_out) == totals[:3]  # ... and they all count
+    # every answered request is in the record but those in flight when the process died (3 at most)
+    assert len(answered) - 3 <= run.counts["sent"] <= len(answered)
+    assert run.cost_usd == pytest.approx(price_for("gpt-4o-mini").cost(totals[1], totals[2], totals[3]))
+
+
+def test_sigterm_marks_the_run_interrupted(db, db_path):
+    seed(db, 20)
+    with FakeOpenAI(latency=0.3) as srv:
+        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
+        _wait_for(lambda: len(srv.chat_requests()) >= 3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+    check = open_db(db_path)
+    run = get_run(check, 1)
+    assert run.status == "interrupted" and run.finished_at is not None
+    assert run.counts["sent"] == check.execute("SELECT count(*) FROM llm_requests").fetchone()[0]
+
+
+def test_a_run_where_every_request_fails_exits_non_zero_with_the_key_redacted(db, db_path):
+    seed(db, 3)
+    with FakeOpenAI(reject_key=True) as srv:
+        r = invoke(db_path, "--model", "m", "--base-url", srv.base_url, "--allow-failures", "-q")
+        assert any(API_KEY in e["authorization"] for e in srv.chat_requests())
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1, r.output
+    assert "0 labelled, 3 failed" in text and "nothing was labelled" in text
+    assert "HTTP 401: Incorrect API key provided: [redacted]." in text
+    assert API_KEY not in r.output
+    errors = [i.error for i in run_items(db, 1, "failed")]
+    assert len(errors) == 3 and all("[redacted]" in e and API_KEY not in e for e in errors)
+    assert API_KEY.encode() not in db_path.read_bytes()
+
+
+def test_some_failures_exit_non_zero_unless_allowed(db, db_path, server):
+    seed(db, 2)
+    add(db, "broken", ["ID:broken", "FAULT:hallucinate"])
+    strict = invoke(db_path, "--model", "m", "--base-url", server.base_url, "-q")
+    assert strict.exit_code == 1 and "2 labelled, 1 failed" in " ".join(strict.output.split())
+    assert "--allow-failures" in strict.output
+    allowed = invoke(db_path, "--model", "m2", "--base-url", server.base_url, "--allow-failures", "-q")
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_a_refused_connection_is_said_and_not_retried(db, db_path):
+    import socket
+
+    seed(db, 1)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+    r = invoke(db_path, "--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1", "-q")
+    took = time.monotonic() - start
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1
+    assert f"connection refused by http://127.0.0.1:{port}/v1" in text and "Timeout" not in text
+    assert took < 3.0  # one attempt, not five with backoff (a generous bound, not a timing target)
+
+
+@pytest.mark.parametrize("url", ["ht!tp://nowhere", "http://[::1"])
+def test_a_malformed_url_is_one_clear_line(db, db_path, url):
+    seed(db, 1)
+    r = invoke(db_path, "--model", "m", "--base-url", url, "-q")
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.count("\n") == 1 and "--base-url" in r.output and "URL" in r.output, r.output
+    assert db.execute("SELECT count(*) FROM label_runs").fetchone()[0] == 0
+
+
+def test_credentials_in_the_base_url_are_refused_and_never_stored_or_printed(db, db_path, server):
+    seed(db, 2)
+    secret_url = server.base_url.replace("http://", "http://alice:url-secret-4242@")
+    r = invoke(db_path, "--model", "m", "--base-url", secret_url, "-q")
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1 and "carries credentials" in text and "--api-key-env" in text
+    assert "url-secret-4242" not in r.output and "[redacted]@127.0.0.1" in r.output
+    assert b"url-secret-4242" not in db_path.read_bytes()
+    assert server.chat_requests() == [] and db.execute("SELECT count(*) FROM label_runs").fetchone()[0] == 0
+
+
+def test_cached_input_is_read_from_usage_and_priced_at_the_cached_rate(db, db_path, server):
+    seed(db, 4)
+    r = invoke(db_path, "--model", "gpt-4o-mini", "--base-url", server.base_url, "-q")
+    assert r.exit_code == 0, r.output
+    rows = db.execute("SELECT tokens_in, tokens_cached, tokens_out, cost_usd FROM llm_requests ORDER BY created_at").fetchall()
+    assert rows[0][1] == 0 and all(c >= 1024 for _, c, _, _ in rows[1:])  # the fixed prefix, after the first
+    price = price_for("gpt-4o-mini")
+    for tin, cached, tout, cost in rows:
+        assert cost == pytest.approx(price.cost(tin, tout, cached))
+    text = " ".join(r.output.split())
+    total_cached = sum(c for _, c, _, _ in rows)
+    assert f"({total_cached:,} of them cached)" in text
+    assert "gpt-4o-mini: 4 requests" in text and "$0.15 in, $0.075 cached in, $0.6 out per million tokens" in text
