@@ -31,8 +31,22 @@ def expected_format(path: Path) -> str | None:
         return "who_and_when"
     if path.name == "mad_human_sample.json":
         return "mad_human"
+    if "real_world" in parts:
+        return REAL_WORLD[parts[parts.index("real_world") + 1]]
     raise AssertionError(f"no expectation for {path}")
 
+
+#: The real-world samples by file (or folder) name; None: a producer no importer reads yet.
+REAL_WORLD = {
+    "claude_code_2.1_short.jsonl": "claude_code",
+    "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
+    "inspect_ai_model_graded_security-guide.json": "inspect_ai",
+    "otel_genai_convention_spans.json": "otel_genai",
+    "litellm_completion_log_claude-sonnet-4.json": "openai_chat",
+    "gemini_cli_session.json": None,
+    "tau_bench_airline_few_shot.jsonl": None,
+    "openhands_v1_conversation": None,
+}
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
 FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code"}
