@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_detect_table import REAL_WORLD
 
 from annotator.cli import main
 from annotator.importers.base import ImportOptions
@@ -88,8 +87,7 @@ def test_import_scored_against_ground_truth(db):
     # Incident 102: diagnosis only, both root causes found.
     assert [s.kind for s in t102.steps] == ["system", "final_answer"]
     assert (t102.outcome, t102.score, t102.benchmark) == ("success", 1.0, "ITBench-SRE")
-    assert summary.files[2].warnings == ["no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported",
-                                         "trajectory without a task"]
+    assert summary.files[2].warnings == ["no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported"]
     assert len({t11.id, t12.id, t102.id}) == 3
 
 
@@ -135,13 +133,12 @@ def test_cli_imports_the_whole_shared_data_folder(tmp_path):
     assert {fmt for fmt, _ in imported} >= {
         "claude_code", "codex_cli", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
         "swe_agent", "who_and_when", "mad_human"}
-    skipped = re.findall(r"skipped +(/\S+?): not a trajectory", text)
-    assert sorted(Path(p).name for p in skipped if "real_world" not in p) == sorted([
-        "definitions.txt", "examples.txt", "scenario_1.groundtruth.yaml", "scenario_3.groundtruth.yaml",
-        "scenario_102.groundtruth.yaml"])
-    unread = {name for name, fmt in REAL_WORLD.items() if fmt is None}  # producers no importer reads yet
-    assert {Path(p).relative_to(SHARED / "real_world").parts[0] for p in skipped if "real_world" in p} == unread
-    assert ", 0 failed, " in text
+    # real_world/ holds files of producers still being added; the rest is settled.
+    skipped = sorted(Path(path).name for path in re.findall(r"skipped +(/\S+?): not a trajectory", text)
+                     if "real_world" not in Path(path).parts)
+    assert skipped == sorted(["definitions.txt", "examples.txt", "scenario_1.groundtruth.yaml",
+                              "scenario_3.groundtruth.yaml", "scenario_102.groundtruth.yaml"])
+    assert " 0 failed," in text
 
 
 @pytest.mark.parametrize("name", ["mast_official_text/definitions.txt", "itbench_groundtruth/scenario_1.groundtruth.yaml"])
