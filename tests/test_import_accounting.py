@@ -22,7 +22,7 @@ from annotator.importers.detect import detect
 from annotator.importers.service import import_file, import_paths
 from annotator.models import Step, Trajectory
 from annotator.report import export
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJECTORIES = ROOT / "trajectories"
