@@ -23,6 +23,7 @@ from typing import Literal
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, NotFound
+from annotator.label_sources import is_run
 from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
@@ -30,9 +31,6 @@ from annotator.store.attributions import attributions
 from annotator.store.db import write
 from annotator.store.trajectories import TrajectorySummary, get_summary
 from taxonomy import Taxonomy
-
-RUN_PREFIX = "run:"
-
 
 class NothingToUndo(AnnotatorError):
     """Undo was asked for with no action left on the stack."""
@@ -49,11 +47,6 @@ class AlreadyDecided(AnnotatorError):
 def default_annotator() -> str:
     """Who is annotating when no name is given: ``MAST_ANNOTATOR``, else the OS user name."""
     return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
-
-
-def is_run_annotator(annotator: str) -> bool:
-    """Whether labels under this name come from a pre-labelling run rather than a person."""
-    return annotator.startswith(RUN_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -145,7 +138,7 @@ class AnnotationSession:
     def _others(self, current: list[Label]) -> dict[str, list[Label]]:
         out: dict[str, list[Label]] = {}
         for lab in current:
-            if lab.annotator != self.annotator and not is_run_annotator(lab.annotator):
+            if lab.annotator != self.annotator and not is_run(lab.annotator):
                 out.setdefault(lab.mode_id, []).append(lab)
         return out
 
@@ -162,7 +155,7 @@ class AnnotationSession:
         known_runs: dict[int, LabelRun | None] = {}
         out: dict[str, list[Suggestion]] = {}
         for lab in current:
-            if not is_run_annotator(lab.annotator) or lab.verdict != "present":
+            if not is_run(lab.annotator) or lab.verdict != "present":
                 continue
             run = None
             if lab.run_id is not None:

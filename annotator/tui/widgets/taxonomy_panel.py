@@ -16,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from annotator.annotation import Suggestion
+from annotator.label_sources import parse
 from annotator.models import Attribution, Label
 from annotator.render import inert, one_line
 from taxonomy import Taxonomy
@@ -51,7 +52,7 @@ def _own(label: Label | None) -> Text:
 
 
 def _suggestion(s: Suggestion) -> Text:
-    run = inert(s.label.annotator.removeprefix("run:"))
+    run = parse(s.label.annotator).run_id
     kind = s.run.kind if s.run else s.label.provenance
     out = Text(f"    ◇ run {run} {kind}", style="#d7afff")
     if s.label.confidence is not None:
