@@ -25,7 +25,7 @@ from annotator.label_sources import is_stored
 from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.store import bulk
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
