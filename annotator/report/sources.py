@@ -31,7 +31,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
 from annotator.importers.mad import HUMAN_SET
-from annotator.store import bulk
+from annotator.store import report_tables
 from annotator.store.labels import annotators
 from annotator.store.runs import get_run
 
@@ -69,13 +69,13 @@ def resolve(db: Database, name: str) -> Source:
     """What kind of source ``name`` is; NotFound if no labels stand under it."""
     if name == CONSENSUS or name.startswith(CONSENSUS + ":"):
         named = name.partition(":")[2]
-        members = tuple(m for m in named.split(",") if m) if named else tuple(bulk.reviewers(db))
+        members = tuple(m for m in named.split(",") if m) if named else tuple(report_tables.reviewers(db))
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
         return Source(name, "consensus", members, "majority of " + ", ".join(members), human=True)
-    if bulk.has_reviews(db, name):
+    if report_tables.has_reviews(db, name):
         return Source(name, "human", detail="trajectories marked done", human=True)
-    if not bulk.has_labels(db, name):
+    if not report_tables.has_labels(db, name):
         known = annotators(db)
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
         raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
@@ -86,7 +86,7 @@ def resolve(db: Database, name: str) -> Source:
             run = None
         if run is not None:
             return Source(name, "run", detail=f"{run.kind} run, {run.model or '-'}, status {run.status}")
-    origin = bulk.label_origin(db, name)
+    origin = report_tables.label_origin(db, name)
     if origin is not None and (origin[0] in ("human", "accepted") or origin[1] == HUMAN_SET):
         return Source(name, "imported", detail="human ratings, trajectories it has labels for", human=True)
     return Source(name, "imported", detail="trajectories it has labels for")
@@ -111,7 +111,7 @@ def annotators_of(sources: list[Source]) -> list[str]:
 def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
     """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
     splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
-    return bulk.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
 
 
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
@@ -140,7 +140,7 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
     partial = ok & (total < k) & (n_absent > 0)
     if partial.any():
-        cells = bulk.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        cells = report_tables.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
         index = {m: j for j, m in enumerate(mode_ids)}
         cells = [(t, index[m]) for t, m in cells if m in index]
         if cells:
@@ -177,13 +177,13 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         known=(present | absent) & finished[:, None],
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
-        outside_codebook=bulk.labels_outside(db, source.name, mode_ids),
+        outside_codebook=report_tables.labels_outside(db, source.name, mode_ids),
     )
 
 
 def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
     status = np.full(len(ids), "not_started", dtype=object)
-    for st, tids in bulk.review_status_counts(db, name).items():
+    for st, tids in report_tables.review_status_counts(db, name).items():
         pos, ok = _rows_for(ids, tids)
         status[pos[ok]] = st
     finished = status == "done"
