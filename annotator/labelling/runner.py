@@ -34,7 +34,7 @@ from annotator.taxonomy import Taxonomy
 DEFAULT_CONCURRENCY = 16
 
 
-class Progress(BaseModel):
+class RunProgress(BaseModel):
     """Live counters of a run, handed to the progress callback after every trajectory."""
 
     total: int = 0
@@ -151,7 +151,7 @@ async def run_labeller(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     usage: Usage | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[RunProgress], None] | None = None,
 ) -> LabelRun:
     """Label ``ids`` (those the run has not finished) and return the run with its final status."""
     if run.id is None:
@@ -159,7 +159,7 @@ async def run_labeller(
     todo = pending(db, run, ids)
     usage = usage or begin_usage(db, run, None)
     base_cached = run.counts.get("cached", 0)  # cache hits cost nothing and are not stored per run
-    progress = Progress(total=len(ids), skipped=len(ids) - len(todo))
+    progress = RunProgress(total=len(ids), skipped=len(ids) - len(todo))
     queue: asyncio.Queue[str] = asyncio.Queue()
     for tid in todo:
         queue.put_nowait(tid)

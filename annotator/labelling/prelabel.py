@@ -24,7 +24,7 @@ from annotator.labelling.pricing import Price, Usage, price_for
 from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.labelling.redaction import strip_credentials
-from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, begin_usage, dry_run, run_labeller
+from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, begin_usage, dry_run, run_labeller
 from annotator.models import LabelRun, Outcome
 from annotator.store.runs import create_run, get_run, update_run
 from annotator.store.trajectories import list_trajectories, resolve_id
@@ -199,7 +199,7 @@ async def execute(
     run: LabelRun,
     opts: PrelabelOptions,
     *,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[RunProgress], None] | None = None,
     on_batch: Callable[[str, str], None] | None = None,
     resume_batch: str | None = None,
 ) -> LabelRun:
