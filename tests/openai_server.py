@@ -74,6 +74,8 @@ class FakeOpenAI:
         self.retry_after = retry_after
         self.log: list[dict[str, Any]] = []
         self.rate_limited = 0
+        #: Tokens of the requests admitted under a limit: prompts and answers.
+        self.tokens_counted = 0.0
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._seen: dict[str, int] = {}
@@ -121,6 +123,7 @@ class FakeOpenAI:
                     headers | self._limit_headers()
             for k, b in self.limits.items():
                 b.take(cost[k])
+            self.tokens_counted += cost["tokens"] - (body.get("max_tokens") or 0)
         return None
 
     def _limit_headers(self) -> dict[str, str]:
@@ -165,9 +168,11 @@ class FakeOpenAI:
         repaired = "That answer is invalid" in str(messages[-1].get("content", "")) if messages else False
         content = self._content(text, faults, original="@@" in text and "<yes or no>" in text, repaired=repaired)
         completion = _completion(body.get("model", "model"), content, len(text) // 4, self._cached_tokens(text))
-        if "tokens" in self.limits:  # the answer's tokens count against the limit as well
+        if self.limits:  # the answer's tokens count against the limit as well
             with self._lock:
-                self.limits["tokens"].take(completion["usage"]["completion_tokens"])
+                if "tokens" in self.limits:
+                    self.limits["tokens"].take(completion["usage"]["completion_tokens"])
+                self.tokens_counted += completion["usage"]["completion_tokens"]
         return 200, completion, self._limit_headers()
 
     def _content(self, text: str, faults: set[str], *, original: bool, repaired: bool) -> str:
@@ -246,7 +251,8 @@ class FakeOpenAI:
                         statuses: dict[str, int] = {}
                         for e in server.chat_requests():
                             statuses[str(e.get("status"))] = statuses.get(str(e.get("status")), 0) + 1
-                    self._send(200, {"statuses": statuses, "rate_limited": server.rate_limited})
+                    self._send(200, {"statuses": statuses, "rate_limited": server.rate_limited,
+                                     "tokens": server.tokens_counted})
                     return
                 m = re.fullmatch(r"/v1/batches/([\w-]+)", self.path)
                 if m and m.group(1) in server.batches:

@@ -19,9 +19,9 @@ front of every request and learns the limit from what the server says:
   a running mean and applied to the next estimates, so a tokens-per-minute limit is used to the
   full and not missed by a tokenizer's difference;
 - where neither headers nor ``--rpm`` say the limit, a 429 sets a request bucket at 85% of the
-  rate answered over the last seconds, and every answer raises it by one request a minute:
-  additive increase, multiplicative decrease on the rate itself, since with a fast server even
-  one request in flight can exceed the limit.
+  rate answered over the last seconds, and every answer raises it by half a percent: increase
+  by small steps, decrease by a large one, on the rate itself, since with a fast server even one
+  request in flight can exceed the limit.
 
 ``adaptive=False`` keeps exactly ``--concurrency`` requests in flight and learns nothing (only
 ``--rpm``/``--tpm`` still apply): for a server of your own with no limits, and as the
@@ -48,6 +48,8 @@ MAX_PAUSE_S = 60.0
 RATE_WINDOW_S = 5.0
 #: On a 429 with nothing else to go by, the request rate drops to this share of the rate answered.
 BACKOFF_SHARE = 0.85
+#: Growth of a rate learned from 429s with every answer.
+PROBE_STEP = 0.005
 #: Weight of the newest answer in the running ratio of reported to estimated tokens.
 CALIBRATION_WEIGHT = 0.1
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
@@ -175,7 +177,8 @@ class Pacer:
             self._answered.popleft()
         self._learn(headers)
         if self._probing and self._requests is not None:
-            self._requests.set_rate(self._requests.per_minute + 1.0)
+            rate = self._requests.per_minute
+            self._requests.set_rate(rate + max(1.0, rate * PROBE_STEP))
         async with self._changed:
             step = 1.0 if self._slow_start else 1.0 / self.window
             self.window = min(float(self.max_window), self.window + step)
@@ -188,7 +191,8 @@ class Pacer:
             return
         self._learn(headers)
         if self._given_rpm is None and (self._requests is None or self._probing):
-            answered = len(self._answered) / RATE_WINDOW_S * 60
+            span = min(RATE_WINDOW_S, time.monotonic() - self._answered[0]) if len(self._answered) > 1 else 0.0
+            answered = (len(self._answered) - 1) / span * 60 if span > 0 else 0.0
             current = self._requests.per_minute if self._requests is not None else answered
             self._requests = self._set(self._requests, max(1.0, BACKOFF_SHARE * min(answered or current, current)))
             self._probing = True
