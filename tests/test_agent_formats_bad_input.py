@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import registry
 from annotator.importers.service import import_file
 from annotator.store.trajectories import list_trajectories
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import registry
 from annotator.importers.service import import_file, import_paths
 from annotator.store.trajectories import get_trajectory, list_trajectories
 

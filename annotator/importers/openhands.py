@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import json_lines, load_json
 from annotator.importers.steps import StepList, as_int, compact, fingerprint
@@ -143,7 +143,6 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
     return ImportedRecord(trajectory=finish(traj, opts))
 
 
-@register
 class OpenHands(Importer):
     name = "openhands"
     description = "OpenHands V0 event stream (list of action/observation events) or eval records with 'history'"
