@@ -19,8 +19,9 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import Outcome, Step, Trajectory
-from annotator.store._json import dumps, loads
+from annotator.store._json import dumps
 from annotator.store.db import write
+from annotator.store.rows import decode, decode_one, json_columns, select
 
 SaveResult = Literal["imported", "updated", "unchanged"]
 
@@ -231,29 +232,8 @@ def existing_hashes(db: Database, ids: Iterable[str]) -> dict[str, str]:
     return out
 
 
-_SUMMARY_COLS = (
-    "id, source_format, source_path, title, system, model, benchmark, task, outcome, score,"
-    " n_steps, agents, imported_at, metadata"
-)
-
-
-def _summary(row: Sequence) -> TrajectorySummary:
-    return TrajectorySummary(
-        id=row[0],
-        source_format=row[1],
-        source_path=row[2],
-        title=row[3],
-        system=row[4],
-        model=row[5],
-        benchmark=row[6],
-        task=row[7],
-        outcome=row[8],
-        score=row[9],
-        n_steps=row[10],
-        agents=loads(row[11], []),
-        imported_at=row[12],
-        metadata=loads(row[13], {}),
-    )
+_SUMMARY_COLS = select(TrajectorySummary)
+_SUMMARY_DECODE = json_columns("agents", "metadata")
 
 
 def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list[TrajectorySummary]:
@@ -264,7 +244,7 @@ def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY coalesce(system, ''), coalesce(model, ''), id"
-    return [_summary(r) for r in db.execute(sql, params).fetchall()]
+    return decode(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
 
 
 def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
@@ -319,10 +299,12 @@ def fts_query(text: str) -> str:
 
 
 def get_summary(db: Database, traj_id: str) -> TrajectorySummary:
-    row = db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]).fetchone()
-    if row is None:
+    summary = decode_one(
+        db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]), TrajectorySummary, _SUMMARY_DECODE
+    )
+    if summary is None:
         raise NotFound(f"no trajectory with id {traj_id!r}")
-    return _summary(row)
+    return summary
 
 
 def resolve_id(db: Database, ref: str) -> str:
@@ -341,85 +323,50 @@ def resolve_id(db: Database, ref: str) -> str:
 
 def get_trajectory(db: Database, traj_id: str, *, with_steps: bool = True, with_raw: bool = False) -> Trajectory:
     """The whole trajectory; steps and raw bytes only when asked (they can be large)."""
-    row = db.execute(
-        "SELECT id, schema_version, source_format, source_path, source_ref, title, system, model,"
-        " benchmark, task, outcome, score, metadata, raw, content_hash, imported_at"
-        " FROM trajectories WHERE id = ?",
-        [traj_id],
-    ).fetchone()
-    if row is None:
+    omit = ("steps",) if with_raw else ("steps", "raw")
+    traj = decode_one(
+        db.execute(f"SELECT {select(Trajectory, omit=omit)} FROM trajectories WHERE id = ?", [traj_id]),
+        Trajectory,
+        {**json_columns("metadata"), "raw": zlib.decompress},
+    )
+    if traj is None:
         raise NotFound(f"no trajectory with id {traj_id!r}")
-    return Trajectory(
-        id=row[0],
-        schema_version=row[1],
-        source_format=row[2],
-        source_path=row[3],
-        source_ref=row[4],
-        title=row[5],
-        system=row[6],
-        model=row[7],
-        benchmark=row[8],
-        task=row[9],
-        outcome=row[10],
-        score=row[11],
-        metadata=loads(row[12], {}),
-        raw=zlib.decompress(row[13]) if with_raw and row[13] is not None else None,
-        content_hash=row[14],
-        imported_at=row[15],
-        steps=get_steps(db, traj_id) if with_steps else [],
-    )
+    if with_steps:
+        traj.steps = get_steps(db, traj_id)
+    return traj
 
 
-_STEP_COLS = (
-    "idx, id, agent, role, recipient, kind, content, tool_name, tool_args, call_id, link, parent,"
-    " grp, timestamp, tokens_in, tokens_out, attributes, raw"
-)
-
-
-def _step(row: Sequence) -> Step:
-    return Step(
-        index=row[0],
-        id=row[1],
-        agent=row[2],
-        role=row[3],
-        recipient=row[4],
-        kind=row[5],
-        content=row[6],
-        tool_name=row[7],
-        tool_args=row[8],
-        call_id=row[9],
-        link=row[10],
-        parent=row[11],
-        group=row[12],
-        timestamp=row[13],
-        tokens_in=row[14],
-        tokens_out=row[15],
-        attributes=loads(row[16], {}),
-        raw=loads(row[17]),
-    )
+#: Step fields the steps table keeps under another name (``index`` and ``group`` are SQL words).
+STEP_COLUMNS = {"index": "idx", "group": "grp"}
+_STEP_COLS = select(Step, renamed=STEP_COLUMNS)
+STEP_DECODE = json_columns("attributes", "raw")
 
 
 def get_steps(db: Database, traj_id: str, start: int = 0, limit: int | None = None) -> list[Step]:
     """Steps ``start`` .. ``start + limit`` in order (all from ``start`` when limit is None)."""
-    rows = db.execute(
-        f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-        [traj_id, start, -1 if limit is None else limit],
-    ).fetchall()
-    if not rows:
-        return _stub_steps(db, traj_id, start, limit)
-    return [_step(r) for r in rows]
+    steps = decode(
+        db.execute(
+            f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
+            [traj_id, start, -1 if limit is None else limit],
+        ),
+        Step,
+        STEP_DECODE,
+    )
+    return steps or _stub_steps(db, traj_id, start, limit)
 
 
 def get_step(db: Database, traj_id: str, index: int) -> Step:
-    row = db.execute(
-        f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx = ?", [traj_id, index]
-    ).fetchone()
-    if row is None:
+    step = decode_one(
+        db.execute(f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx = ?", [traj_id, index]),
+        Step,
+        STEP_DECODE,
+    )
+    if step is None:
         stub = _stub_steps(db, traj_id, index, 1)
         if stub:
             return stub[0]
         raise NotFound(f"trajectory {traj_id!r} has no step {index}")
-    return _step(row)
+    return step
 
 
 def count_steps(db: Database, traj_id: str) -> int:
@@ -431,19 +378,17 @@ def count_steps(db: Database, traj_id: str) -> int:
 
 def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) -> list[StepPreview]:
     """One-line previews of a window of steps, from ``step_heads`` (never the step contents)."""
-    rows = db.execute(
-        "SELECT idx, agent, kind, tool_name, preview, length FROM step_heads"
-        " WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-        [traj_id, start, limit],
-    ).fetchall()
-    if not rows:
-        return [
-            StepPreview(index=s.index, kind=s.kind, preview=s.content, length=len(s.content))
-            for s in _stub_steps(db, traj_id, start, limit)
-        ]
-    return [
-        StepPreview(index=r[0], agent=r[1], kind=r[2], tool_name=r[3], preview=r[4], length=r[5])
-        for r in rows
+    previews = decode(
+        db.execute(
+            f"SELECT {select(StepPreview, renamed=STEP_COLUMNS)} FROM step_heads"
+            " WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
+            [traj_id, start, limit],
+        ),
+        StepPreview,
+    )
+    return previews or [
+        StepPreview(index=s.index, kind=s.kind, preview=s.content, length=len(s.content))
+        for s in _stub_steps(db, traj_id, start, limit)
     ]
 
 
