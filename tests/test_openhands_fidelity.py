@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 
 from annotator.importers.base import ImportOptions
+from annotator.importers.importing import import_paths
 from annotator.importers.registry import detect, dir_importer, registry
-from annotator.importers.service import import_paths
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 
