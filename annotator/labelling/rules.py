@@ -4,38 +4,81 @@ They need no model and cost nothing, so they can run over every trajectory befor
 of) a judge. Each hit cites the steps it rests on. They are heuristics with measured precision
 and recall (``benchmarks/bench_rules.py``, README "Pre-labelling"); their verdicts are stored as
 suggestions of a ``rules`` run like any judge's.
+
+Each detector reads the steps once, in order, keeping only bounded state (the last messages of
+each agent, hashes of what it has seen, the first few cited steps), so a run of a million steps
+is scanned from the store a page at a time in flat memory and linear time. Near-duplicate
+messages are compared with rapidfuzz's normalised Indel similarity (2·LCS / total length), but
+only where cheaper tests leave a chance: exact repeats are caught by hash, pairs whose lengths
+alone rule a match out are skipped, and a long message is only compared with those sharing
+clauses that make up at least half of its text (split at punctuation, each clause hashed once):
+a message that is 90% the same as another keeps most of its clauses whole, while unrelated
+messages that share a line of boilerplate or a JSON skeleton do not.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from difflib import SequenceMatcher
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel
+from rapidfuzz.distance import Indel
+from sqlite_utils import Database
 
 from annotator.labelling.grounding import normalise
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
+from annotator.store.steps import get_step, iter_step_fields
 from annotator.taxonomy import Taxonomy
 
 #: Shortest message that counts when comparing messages (greetings repeat legitimately).
 MIN_CHARS = 40
-#: Similarity above which two messages are near-duplicates (difflib ratio).
+#: Similarity above which two messages are near-duplicates.
 NEAR_DUPLICATE = 0.9
-#: Messages compared backwards from each message (bounds the quadratic comparison).
+#: Messages of the same agent compared backwards from each message.
 LOOKBACK = 40
+#: Characters of a message that take part in comparisons.
+COMPARED_CHARS = 2000
+#: Steps a hit cites at most (the reason still counts them all).
+MAX_CITED = 50
+#: Messages at least this long are compared only with those sharing a clause.
+SKETCH_CHARS = 200
+#: Shortest clause that counts as shared (shorter ones recur in unrelated messages).
+CLAUSE_CHARS = 12
+_CLAUSE = re.compile(r"[.!?;:,)(\]\[{}|]")
 
 #: A short message an agent sends this many times unchanged is a loop that should have ended.
 NUDGE_LOOP = 3
 NUDGE_CHARS = 300
 
 _TERMINATION = re.compile(r"\bTERMINATE\b|\bFINAL ANSWER\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
+#: A termination word that is talked about rather than said: quoted, or what someone is told to
+#: reply with (AG2's Computer_terminal: 'let other participant reply me only with "TERMINATE"').
+_QUOTES = "\"'“”‘’`"
+_TOLD = re.compile(r"\b(?:reply|respond|answer|say|type|write|output|send)\b[^.\n]{0,40}$", re.IGNORECASE)
 _TURN_LIMIT = re.compile(
     r"max(imum)?[ _]?(number of )?(turns|rounds|iterations|steps)|turn limit|step limit|"
     r"(reached|exceeded|hit) the (maximum|limit)",
     re.IGNORECASE,
 )
+
+
+class RuleStep(NamedTuple):
+    """The fields of a step the detectors read (a step from the store, or a Step model's)."""
+
+    index: int
+    agent: str | None
+    role: str | None
+    kind: str
+    content: str
+    tool_name: str | None
+    tool_args: str | None
+    link: int | None
+
+
+FIELDS = RuleStep._fields
 
 
 class Hit(BaseModel):
@@ -45,124 +88,296 @@ class Hit(BaseModel):
     reason: str
 
 
-def _similar(a: str, b: str) -> bool:
-    a, b = a[:2000], b[:2000]
-    if a == b:
-        return True
-    m = SequenceMatcher(None, a, b, autojunk=False)
-    return m.real_quick_ratio() >= NEAR_DUPLICATE and m.quick_ratio() >= NEAR_DUPLICATE and m.ratio() >= NEAR_DUPLICATE
+def is_termination(text: str, folded: str | None = None) -> bool:
+    """Whether a message declares the task finished (a termination word said, not mentioned).
+
+    ``folded``: the text casefolded, where the caller has it, for a quick test before the regexes.
+    """
+    if not text:
+        return False
+    folded = text.casefold() if folded is None else folded
+    if "terminate" not in folded and "final" not in folded:
+        return False
+    for m in _TERMINATION.finditer(text):
+        before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]
+        quoted = before.rstrip()[-1:] in _QUOTES and after.lstrip()[:1] in _QUOTES and before.strip()
+        if not quoted and not _TOLD.search(before):
+            return True
+    return False
 
 
-def step_repetition(steps: Sequence[Step], task: str | None) -> Hit | None:
+class Message(NamedTuple):
+    """A normalised message as the comparisons keep it: its text, and the length of each of its
+    clauses by hash with their sum (None and 0 for a short message, which is compared directly)."""
+
+    text: str
+    clauses: dict[int, int] | None
+    clause_chars: int
+
+
+def message(text: str) -> Message:
+    text = text[:COMPARED_CHARS]
+    if len(text) < SKETCH_CHARS:
+        return Message(text, None, 0)
+    clauses = {hash(c): len(c) for c in _CLAUSE.split(text) if len(c) >= CLAUSE_CHARS}
+    return Message(text, clauses, sum(clauses.values()))
+
+
+def _near_duplicate_of(this: Message, earlier: Iterable[Message]) -> bool:
+    """Whether ``this`` nearly repeats one of ``earlier`` (the length test inlined: most pairs end there)."""
+    la = len(this.text)
+    low, high = la * NEAR_DUPLICATE / (2 - NEAR_DUPLICATE), la * (2 - NEAR_DUPLICATE) / NEAR_DUPLICATE
+    for other in earlier:
+        lb = len(other.text)
+        if low <= lb <= high and (this.text == other.text or _close(this, other)):
+            return True
+    return False
+
+
+def _close(a: Message, b: Message) -> bool:
+    """The clause test, then the similarity itself, for two messages of compatible lengths."""
+    if a.clauses and b.clauses:
+        shared = sum(a.clauses[h] for h in a.clauses.keys() & b.clauses.keys())
+        if 2 * shared < min(a.clause_chars, b.clause_chars):
+            return False
+    return Indel.normalized_similarity(a.text, b.text, score_cutoff=NEAR_DUPLICATE) >= NEAR_DUPLICATE
+
+
+def _speaker(s: RuleStep) -> str:
+    return s.agent or s.role or ""
+
+
+class _Detector:
+    """A detector reads each step once (``feed``) and then says what it found (``result``)."""
+
+    name: str
+
+    def __init__(self, task: str | None):
+        self.task = task
+
+    def feed(self, s: RuleStep, text: str) -> None:
+        """``text``: the step's content, normalised once for every detector."""
+        raise NotImplementedError
+
+    def result(self) -> Hit | None:
+        raise NotImplementedError
+
+
+class StepRepetition(_Detector):
     """FM-1.3: the same tool call with the same arguments again, or an agent repeating a message."""
-    repeats: list[int] = []
-    calls: dict[tuple[str, str], int] = {}
-    for s in steps:
-        if s.kind == "tool_call" and s.tool_name:
-            key = (s.tool_name, normalise(s.tool_args or s.content))
-            if key in calls:
-                repeats.append(s.index)
-            calls.setdefault(key, s.index)
-    by_agent: dict[str, list[tuple[int, str]]] = {}
-    for s in steps:
-        text = normalise(s.content)
-        if s.kind == "tool_call" or len(text) < MIN_CHARS or _TERMINATION.fullmatch(text.strip(". ")):
-            continue
-        earlier = by_agent.setdefault(s.agent or s.role or "", [])
-        if any(_similar(text, t) for _, t in earlier[-LOOKBACK:]):
-            repeats.append(s.index)
-        earlier.append((s.index, text))
-    if not repeats:
-        return None
-    return Hit(steps=sorted(set(repeats)), reason=f"{len(set(repeats))} step(s) repeat an earlier call or message")
+
+    name = "step_repetition"
+
+    def __init__(self, task: str | None):
+        super().__init__(task)
+        self.calls: set[int] = set()
+        self.recent: dict[str, deque[Message]] = {}
+        self.repeats: list[int] = []
+        self.n = 0
+
+    def _repeat(self, index: int) -> None:
+        self.n += 1
+        if len(self.repeats) < MAX_CITED:
+            self.repeats.append(index)
+
+    def feed(self, s: RuleStep, text: str) -> None:
+        if s.kind == "tool_call":
+            if s.tool_name:
+                key = hash((s.tool_name, normalise(s.tool_args or s.content)))
+                if key in self.calls:
+                    self._repeat(s.index)
+                    return
+                self.calls.add(key)
+            return
+        if len(text) < MIN_CHARS or _TERMINATION.fullmatch(text.strip(". ")):
+            return
+        this = message(text)
+        earlier = self.recent.setdefault(_speaker(s), deque(maxlen=LOOKBACK))
+        if _near_duplicate_of(this, earlier):
+            self._repeat(s.index)
+        earlier.append(this)
+
+    def result(self) -> Hit | None:
+        if not self.n:
+            return None
+        return Hit(steps=self.repeats, reason=f"{self.n} step(s) repeat an earlier call or message")
 
 
-def unaware_of_termination(steps: Sequence[Step], task: str | None) -> Hit | None:
+class UnawareOfTermination(_Detector):
     """FM-1.5: the run goes on after a termination signal, or it ran into a turn limit."""
-    signals = [s.index for s in steps if s.content and _TERMINATION.search(s.content)]
-    if signals:
-        after = [s.index for s in steps if s.index > signals[0] and normalise(s.content)]
-        if len(after) >= 2 or len(signals) >= 3:
-            return Hit(
-                steps=[signals[0], *after[:10]],
-                reason=f"{len(after)} step(s) continue after the termination signal at step {signals[0]}",
-            )
-    tail = [s for s in steps[-3:] if s.content and _TURN_LIMIT.search(s.content)]
-    if tail:
-        return Hit(steps=[tail[0].index], reason="the run stopped at a turn or step limit")
-    nudges: dict[tuple[str, str], list[int]] = {}
-    for s in steps:
-        text = normalise(s.content)
+
+    name = "unaware_of_termination"
+
+    def __init__(self, task: str | None):
+        super().__init__(task)
+        self.first_signal: int | None = None
+        self.signals = 0
+        self.after: list[int] = []
+        self.n_after = 0
+        self.tail: deque[RuleStep] = deque(maxlen=3)
+        self.nudges: dict[int, list[int]] = {}  # hash of (speaker, text) -> its first indices
+        self.nudge_counts: dict[int, int] = {}
+
+    def feed(self, s: RuleStep, text: str) -> None:
+        self.tail.append(s)
+        if self.first_signal is not None and text:
+            self.n_after += 1
+            if len(self.after) < 10:
+                self.after.append(s.index)
+        if is_termination(s.content, text):
+            self.signals += 1
+            if self.first_signal is None:
+                self.first_signal = s.index
         if text and len(text) <= NUDGE_CHARS:
-            nudges.setdefault((s.agent or s.role or "", text), []).append(s.index)
-    loop = max(nudges.values(), key=len, default=[])
-    if len(loop) >= NUDGE_LOOP:
-        return Hit(steps=loop[1:], reason=f"the same prompt is sent {len(loop)} times instead of ending the run")
-    return None
+            key = hash((_speaker(s), text))
+            count = self.nudge_counts[key] = self.nudge_counts.get(key, 0) + 1
+            if count <= MAX_CITED + 1:
+                self.nudges.setdefault(key, []).append(s.index)
+
+    def result(self) -> Hit | None:
+        if self.first_signal is not None and (self.n_after >= 2 or self.signals >= 3):
+            return Hit(
+                steps=[self.first_signal, *self.after],
+                reason=f"{self.n_after} step(s) continue after the termination signal at step {self.first_signal}",
+            )
+        limit = next((s for s in self.tail if s.content and _TURN_LIMIT.search(s.content)), None)
+        if limit is not None:
+            return Hit(steps=[limit.index], reason="the run stopped at a turn or step limit")
+        if self.nudge_counts:
+            key = max(self.nudge_counts, key=lambda k: (self.nudge_counts[k], -self.nudges[k][0]))
+            n = self.nudge_counts[key]
+            if n >= NUDGE_LOOP:
+                return Hit(steps=self.nudges[key][1:], reason=f"the same prompt is sent {n} times instead of ending the run")
+        return None
 
 
-def conversation_reset(steps: Sequence[Step], task: str | None) -> Hit | None:
+class ConversationReset(_Detector):
     """FM-2.1: the task is stated again from scratch in the middle of the run."""
-    references = [normalise(task)] if task and len(task.strip()) >= MIN_CHARS else []
-    first = next((s for s in steps if len(normalise(s.content)) >= MIN_CHARS), None)
-    if first is not None:
-        references.append(normalise(first.content))
-    hits = [
-        s.index
-        for s in steps[2:]
-        if (first is None or s.index != first.index)
-        and len(normalise(s.content)) >= MIN_CHARS
-        and any(_similar(normalise(s.content), ref) for ref in references)
-    ]
-    if not hits:
-        return None
-    return Hit(steps=hits, reason="the task is restated from the beginning mid-run")
+
+    name = "conversation_reset"
+
+    def __init__(self, task: str | None):
+        super().__init__(task)
+        self.references = [message(normalise(task))] if task and len(task.strip()) >= MIN_CHARS else []
+        self.first: int | None = None
+        self.position = 0
+        self.hits: list[int] = []
+        self.n = 0
+
+    def feed(self, s: RuleStep, text: str) -> None:
+        position, self.position = self.position, self.position + 1
+        if len(text) < MIN_CHARS:
+            return
+        this = message(text)
+        if self.first is None:
+            self.first = s.index
+            self.references.append(this)
+            return
+        if position >= 2 and _near_duplicate_of(this, self.references):
+            self.n += 1
+            if len(self.hits) < MAX_CITED:
+                self.hits.append(s.index)
+
+    def result(self) -> Hit | None:
+        if not self.n:
+            return None
+        return Hit(steps=self.hits, reason="the task is restated from the beginning mid-run")
 
 
-def premature_termination(steps: Sequence[Step], task: str | None) -> Hit | None:
+class PrematureTermination(_Detector):
     """FM-3.1: the run ends on a tool call left unanswered, on an error, or with nothing said."""
-    if not steps:
+
+    name = "premature_termination"
+
+    def __init__(self, task: str | None):
+        super().__init__(task)
+        self.last: RuleStep | None = None
+
+    def feed(self, s: RuleStep, text: str) -> None:
+        self.last = s
+
+    def result(self) -> Hit | None:
+        last = self.last
+        if last is None:
+            return None
+        if last.kind == "tool_call" and last.link is None:
+            return Hit(steps=[last.index], reason="the run ends on a tool call that never got its result")
+        if last.kind == "error":
+            return Hit(steps=[last.index], reason="the run ends on an error")
         return None
-    last = steps[-1]
-    if last.kind == "tool_call" and last.link is None:
-        return Hit(steps=[last.index], reason="the run ends on a tool call that never got its result")
-    if last.kind == "error":
-        return Hit(steps=[last.index], reason="the run ends on an error")
-    return None
 
 
-Detector = Callable[[Sequence[Step], "str | None"], "Hit | None"]
-
-DETECTORS: dict[str, Detector] = {
-    "FM-1.3": step_repetition,
-    "FM-1.5": unaware_of_termination,
-    "FM-2.1": conversation_reset,
-    "FM-3.1": premature_termination,
+DETECTORS: dict[str, type[_Detector]] = {
+    "FM-1.3": StepRepetition,
+    "FM-1.5": UnawareOfTermination,
+    "FM-2.1": ConversationReset,
+    "FM-3.1": PrematureTermination,
 }
 
 
-def _quote(step: Step) -> str:
-    text = " ".join((step.content or step.tool_args or "").split())
+def _rule_steps(steps: Iterable[Step]) -> Iterable[RuleStep]:
+    for s in steps:
+        yield RuleStep(s.index, s.agent, s.role, s.kind, s.content, s.tool_name, s.tool_args, s.link)
+
+
+def scan(steps: Iterable[RuleStep], task: str | None, detectors: dict[str, type[_Detector]]) -> dict[str, tuple[_Detector, Hit | None]]:
+    """Every detector over the steps in one pass: each mode's detector and what it found."""
+    running = {mode: cls(task) for mode, cls in detectors.items()}
+    feeds = [d.feed for d in running.values()]
+    for s in steps:
+        text = normalise(s.content) if s.content else ""
+        for feed in feeds:
+            feed(s, text)
+    return {mode: (d, d.result()) for mode, d in running.items()}
+
+
+def _run(cls: type[_Detector]) -> Callable[[Sequence[Step], str | None], Hit | None]:
+    def detect(steps: Sequence[Step], task: str | None) -> Hit | None:
+        return scan(_rule_steps(steps), task, {"": cls})[""][1]
+
+    detect.__name__ = cls.name
+    detect.__doc__ = cls.__doc__
+    return detect
+
+
+step_repetition = _run(StepRepetition)
+unaware_of_termination = _run(UnawareOfTermination)
+conversation_reset = _run(ConversationReset)
+premature_termination = _run(PrematureTermination)
+
+
+def _quote(content: str | None, tool_args: str | None) -> str:
+    text = " ".join((content or tool_args or "").split())
     return text[:160]
 
 
 class RulesLabeller:
-    """The detectors as a Labeller: verdicts only for the modes they cover."""
+    """The detectors as a Labeller: verdicts only for the modes they cover.
+
+    Given a database, it reads a trajectory's steps from the store itself, a page at a time, so
+    the runner hands it trajectories without their steps (``needs_steps``).
+    """
 
     kind = "rules"
 
-    def __init__(self, detectors: dict[str, Detector] | None = None):
+    def __init__(self, detectors: dict[str, type[_Detector]] | None = None, db: Database | None = None):
         self.detectors = DETECTORS if detectors is None else detectors
+        self.db = db
+        self.needs_steps = db is None
+
+    def _steps(self, trajectory: Trajectory) -> Iterable[RuleStep]:
+        if self.db is None:
+            return _rule_steps(trajectory.steps)
+        return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS))
 
     def verdicts(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
-        by_index = {s.index: s for s in trajectory.steps}
+        wanted = {m: d for m, d in self.detectors.items() if m in taxonomy.mode_ids}
+        found = scan(self._steps(trajectory), trajectory.task, wanted)
+        quotes = self._onset_quotes(trajectory, [hit.steps[0] for _, hit in found.values() if hit is not None])
         out = []
-        for mode_id, detect in self.detectors.items():
-            if mode_id not in taxonomy.mode_ids:
-                continue
-            hit = detect(trajectory.steps, trajectory.task)
+        for mode_id, (detector, hit) in found.items():
             if hit is None:
-                out.append(ModeVerdict(mode_id=mode_id, verdict="absent", rationale=f"rule {detect.__name__}: no trace"))
+                out.append(ModeVerdict(mode_id=mode_id, verdict="absent", rationale=f"rule {detector.name}: no trace"))
                 continue
             onset = hit.steps[0]
             out.append(
@@ -171,12 +386,20 @@ class RulesLabeller:
                     verdict="present",
                     onset_step=onset,
                     evidence_steps=hit.steps[1:],
-                    quote=_quote(by_index[onset]),
-                    rationale=f"rule {detect.__name__}: {hit.reason}",
+                    quote=quotes[onset],
+                    rationale=f"rule {detector.name}: {hit.reason}",
                     grounded=True,
                 )
             )
         return out
+
+    def _onset_quotes(self, trajectory: Trajectory, onsets: list[int]) -> dict[int, str]:
+        """The quote of each onset step, read by index (a second pass over a long run would cost)."""
+        if self.db is None:
+            by_index = {s.index: s for s in trajectory.steps}
+            return {i: _quote(by_index[i].content, by_index[i].tool_args) for i in onsets}
+        steps = {i: get_step(self.db, trajectory.id, i) for i in set(onsets)}
+        return {i: _quote(s.content, s.tool_args) for i, s in steps.items()}
 
     async def label(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
         return self.verdicts(trajectory, taxonomy)

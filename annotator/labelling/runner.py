@@ -176,7 +176,7 @@ async def run_labeller(
     async def worker() -> None:
         while progress.stopped is None and not queue.empty():
             tid = queue.get_nowait()
-            traj = get_trajectory(db, tid)
+            traj = get_trajectory(db, tid, with_steps=labeller.needs_steps)
             try:
                 verdicts = await labeller.label(traj, taxonomy)
             except BudgetExhausted as exc:

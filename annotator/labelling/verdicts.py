@@ -71,6 +71,9 @@ class Labeller(Protocol):
     """Anything that turns a trajectory into per-mode verdicts (the judge, the rules)."""
 
     kind: str
+    #: Whether ``label`` needs the trajectory's steps loaded with it; a labeller that reads them
+    #: from the store itself, a page at a time (the rules, over a million-step run), says False.
+    needs_steps: bool
 
     async def label(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
         """Verdicts for the modes this labeller covers; raises LabelFailure when it cannot."""

@@ -8,6 +8,8 @@ trajectories would otherwise write two million rows of the same sentence, and th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from sqlite_utils import Database
 
 from annotator.errors import NotFound
@@ -91,3 +93,24 @@ def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) 
         StepPreview(index=s.index, kind=s.kind, preview=s.content, length=len(s.content))
         for s in _stub_steps(db, traj_id, start, limit)
     ]
+
+
+def iter_step_fields(db: Database, traj_id: str, fields: tuple[str, ...], page: int = 5000) -> Iterator[tuple]:
+    """The named ``Step`` fields of every step in order, as plain tuples, a page at a time.
+
+    For whole-run scans (the rule detectors) of trajectories too long to hold as models: memory
+    stays at one page, and only the columns asked for are read (never ``raw``). ``fields`` must
+    hold ``index``: pages follow each other by it.
+    """
+    at = fields.index("index")
+    columns = ", ".join(STEP_COLUMNS.get(f, f) for f in fields)
+    start = 0
+    while True:
+        rows = db.execute(
+            f"SELECT {columns} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
+            [traj_id, start, page],
+        ).fetchall()
+        if not rows:
+            return
+        yield from rows
+        start = rows[-1][at] + 1

@@ -63,3 +63,23 @@ def insert_reviews_done(db: Database, annotator: str, trajectory_ids: Iterable[s
             " VALUES (?, ?, 'done', 0, ?)",
             ((t, annotator, stamp) for t in trajectory_ids),
         )
+
+
+def insert_step_rows(db: Database, traj_id: str, rows: Iterable[tuple]) -> int:
+    """Append many steps to a trajectory row (generated data): tuples of (index, agent, role, kind,
+    content). No full-text index entries are made; returns how many steps were written."""
+    n = 0
+
+    def counted():
+        nonlocal n
+        for idx, agent, role, kind, content in rows:
+            n += 1
+            yield traj_id, idx, f"{traj_id}:{idx}", agent, role, kind, content
+
+    with write(db):
+        db.conn.executemany(
+            "INSERT INTO steps (trajectory_id, idx, id, agent, role, kind, content) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            counted(),
+        )
+        db.execute("UPDATE trajectories SET n_steps = ? WHERE id = ?", [n, traj_id])
+    return n
