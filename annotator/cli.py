@@ -16,16 +16,16 @@ from typing import Any
 
 import click
 import orjson
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from annotator import __version__
 from annotator.errors import AnnotatorError
+from annotator.render import json_text, terminal_console
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = terminal_console(soft_wrap=False)
+err = terminal_console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -229,7 +229,7 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
     rows = list_trajectories(_open(ctx), flt)
     if as_json:
         for r in rows:
-            sys.stdout.write(orjson.dumps(r.model_dump(mode="json", exclude={"metadata", "task"})).decode() + "\n")
+            sys.stdout.write(json_text(r.model_dump(mode="json", exclude={"metadata", "task"})) + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
     # Widths that keep every column legible at 100 columns; the title takes what is left.
@@ -274,14 +274,14 @@ def show_cmd(ctx, trajectory, step, limit, raw):
       mast show 7d7a048670901feb
       mast show 7d7a --step 12
     """
-    from annotator.render import plain_header, plain_step
+    from annotator.render import inert, plain_header, plain_step
     from annotator.store import trajectories as tq
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
     if raw:
         t = tq.get_trajectory(db, traj_id, with_steps=False, with_raw=True)
-        sys.stdout.write((t.raw or b"").decode("utf-8", "replace") + "\n")
+        sys.stdout.write(inert((t.raw or b"").decode("utf-8", "replace")) + "\n")
         return
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
@@ -324,7 +324,7 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
     tax = _taxonomy(taxonomy_path)
     if as_json:
         data = tax.model_dump(mode="json") | {"version_hash": tax.version_hash}
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text(data, orjson.OPT_INDENT_2) + "\n")
         return
     out.print(Text(f"{tax.name} ({tax.version}), version hash {tax.version_hash}", style="bold"))
     out.print(Text(tax.citation, style="dim"))
@@ -595,10 +595,10 @@ def _emit(doc, fmt: str, path: str | None) -> None:
         from annotator.report.render_terminal import render
 
         if path is None:
-            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
+            render(doc, terminal_console(soft_wrap=False, width=max(out.width, 100)))
             return
         with open(path, "w", encoding="utf-8") as fh:
-            render(doc, Console(file=fh, width=100, highlight=False, soft_wrap=False, color_system=None))
+            render(doc, terminal_console(file=fh, width=100, soft_wrap=False, color_system=None))
         err.print(Text(f"wrote {path}", style="dim"))
         return
     import importlib

@@ -6,7 +6,8 @@ trajectory fields a report groups by (system, model, benchmark, outcome, number 
 every number of a report can be recomputed from the export alone; ``mast import`` reads the
 JSONL back (format ``mast_export``) and restores the same labels. The MAD form writes
 ``mast_annotation`` dicts keyed by bare codes ("1.1" … "3.3") so results flow back into MAST's
-own tooling; an undecided cell is null there.
+own tooling; an undecided cell is null there. CSV cells that a spreadsheet would run as a
+formula get a leading ``'`` (``render.spreadsheet_cell``); the JSONL keeps every value exact.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
+from annotator.render import json_text, spreadsheet_cell
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
@@ -104,11 +106,12 @@ def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: F
 
 
 def _cell(value: object) -> object:
+    """A CSV cell: empty for None, JSON for lists and dicts, neutralised for spreadsheets."""
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return orjson.dumps(value).decode()
-    return value
+        value = orjson.dumps(value).decode()
+    return spreadsheet_cell(value)
 
 
 def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
@@ -116,10 +119,10 @@ def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: T
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
         for r in long_rows(db, sources, taxonomy, filters):
-            out.write(orjson.dumps(r).decode() + "\n")
+            out.write(json_text(r) + "\n")
         return
     if fmt == "mad-json":
-        out.write(orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")
         return
     if fmt == "csv":
         columns, rows = LONG_COLUMNS, long_rows(db, sources, taxonomy, filters)
