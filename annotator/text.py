@@ -1,4 +1,4 @@
-"""Plain-text rendering of trajectories for terminals, prompts and spreadsheets, with hostile text made inert.
+"""Plain-text rendering for terminals, prompts and spreadsheets, with hostile text made inert.
 
 Trajectory content is written by models and tools. Before it reaches a terminal, every
 control character except newline and tab is replaced by a visible escape (``\\x1b``), so an
@@ -19,7 +19,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, Re
 from rich.segment import Segment
 
 from annotator.models import Step
-from annotator.store.trajectories import TrajectorySummary
+from annotator.views import TrajectorySummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: What JSON may carry raw inside a string although a terminal acts on it: DEL and the C1 controls
