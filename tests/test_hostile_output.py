@@ -39,7 +39,7 @@ def hostile(tmp_path_factory):
     from annotator.store.labels import add_labels
     from annotator.store.review import set_review
     from annotator.store.trajectories import list_trajectories
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     root = tmp_path_factory.mktemp("hostile")
     runs = root / FILE_NAME
