@@ -112,3 +112,32 @@ def test_cli_help_does_not_import_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Full dotted names of the absolute imports of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_report_does_not_import_importers():
+    """Reports read the store; what an importer knows that a report needs lives below both."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "annotator" / "report").rglob("*.py"))
+        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _module_imports(p))
+    ]
+    assert offenders == []
+
+
+def test_source_names_are_spelled_in_one_module():
+    """The ``run:`` grammar of label source names lives in annotator/label_sources.py alone."""
+    home = ROOT / "annotator" / "label_sources.py"
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p != home and '"run:' in p.read_text(encoding="utf-8")]
+    assert offenders == []

@@ -22,13 +22,12 @@ import orjson
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
-from annotator.importers.mast_export import FORMAT_TAG
-from annotator.models import SCHEMA_VERSION
-from annotator.text import json_text, spreadsheet_cell
+from annotator.label_sources import is_stored
+from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
-from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
 from annotator.taxonomy import Taxonomy
+from annotator.text import json_text, spreadsheet_cell
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
@@ -41,7 +40,7 @@ LONG_COLUMNS = [
 
 
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
-    if any(s == CONSENSUS or s.startswith(CONSENSUS + ":") for s in sources):
+    if not all(is_stored(s) for s in sources):
         raise ReportError("consensus is computed, not stored: export its members' labels and report over"
                           " consensus:<names> on the import")
     if not sources:
@@ -76,7 +75,7 @@ def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dic
         i = index.get(label["trajectory_id"])
         if i is None or label["mode_id"] not in modes:
             continue
-        yield {"format": FORMAT_TAG, "schema_version": SCHEMA_VERSION, "source": name, **label,
+        yield {"format": LABEL_EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "source": name, **label,
                **_trajectory_fields(frame, i)}
 
 

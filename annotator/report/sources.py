@@ -15,28 +15,22 @@ Every trajectory a source leaves out is counted under a reason, so a report can 
 it did not count and why.
 
 Whether a source's labels were made by people matters for the human ceiling of an agreement
-(judge–human κ is read against human–human κ): people, ``consensus`` and imported sets of
-human ratings (the MAD human annotators, or labels restored from an export of a person's) are
-human; pre-labelling runs and imported judge sets (``mad-llm``) are not.
+(judge–human κ is read against human–human κ); the names and their kinds are the vocabulary
+of :mod:`annotator.label_sources`, which this module only loads.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
-from annotator.importers.mad import HUMAN_SET
+from annotator.label_sources import KINDS, SourceKind, classify, parse
 from annotator.store import bulk
 from annotator.store.labels import annotators
-from annotator.store.runs import get_run
-
-SourceKind = Literal["human", "run", "imported", "consensus"]
-CONSENSUS = "consensus"
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,11 @@ class Source:
     kind: SourceKind
     members: tuple[str, ...] = ()
     detail: str = ""
-    human: bool = False  # labels made by people
+
+    @property
+    def human(self) -> bool:
+        """Whether the source's labels were made by people."""
+        return KINDS[self.kind].human
 
 
 @dataclass
@@ -66,30 +64,23 @@ class SourceLabels:
 
 
 def resolve(db: Database, name: str) -> Source:
-    """What kind of source ``name`` is; NotFound if no labels stand under it."""
-    if name == CONSENSUS or name.startswith(CONSENSUS + ":"):
-        named = name.partition(":")[2]
-        members = tuple(m for m in named.split(",") if m) if named else tuple(bulk.reviewers(db))
+    """What kind of source ``name`` is (one query at most); NotFound if no labels stand under it."""
+    parsed = parse(name)
+    if parsed.kind is SourceKind.CONSENSUS:
+        members = parsed.members or tuple(bulk.reviewers(db))
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
-        return Source(name, "consensus", members, "majority of " + ", ".join(members), human=True)
-    if bulk.has_reviews(db, name):
-        return Source(name, "human", detail="trajectories marked done", human=True)
-    if not bulk.has_labels(db, name):
+        return Source(name, SourceKind.CONSENSUS, members, "majority of " + ", ".join(members))
+    facts = bulk.source_facts(db, parsed)
+    kind = classify(parsed, facts)
+    if kind is not SourceKind.PERSON and not facts.labelled:
         known = annotators(db)
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
         raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
-    if name.startswith("run:"):
-        try:
-            run = get_run(db, int(name[4:]))
-        except (ValueError, NotFound):
-            run = None
-        if run is not None:
-            return Source(name, "run", detail=f"{run.kind} run, {run.model or '-'}, status {run.status}")
-    origin = bulk.label_origin(db, name)
-    if origin is not None and (origin[0] in ("human", "accepted") or origin[1] == HUMAN_SET):
-        return Source(name, "imported", detail="human ratings, trajectories it has labels for", human=True)
-    return Source(name, "imported", detail="trajectories it has labels for")
+    detail = facts.run_detail if kind is SourceKind.RUN else KINDS[kind].finished
+    if kind is SourceKind.IMPORTED_HUMAN:
+        detail = "human ratings, " + detail
+    return Source(name, kind, detail=detail)
 
 
 def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +95,7 @@ def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]
 
 def annotators_of(sources: list[Source]) -> list[str]:
     """Every annotator whose labels the sources are made of (consensus members included)."""
-    names = [m for s in sources for m in (s.members if s.kind == "consensus" else (s.name,))]
+    names = [m for s in sources for m in (s.members if s.kind is SourceKind.CONSENSUS else (s.name,))]
     return list(dict.fromkeys(names))
 
 
@@ -155,14 +146,14 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
 
     ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators.
     """
-    if source.kind == "consensus":
+    if source.kind is SourceKind.CONSENSUS:
         return _consensus(db, source, ids, mode_ids, verdicts)
     present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
     any_label = (present | absent | unknown).any(axis=1)
     reasons: Counter = Counter()
-    if source.kind == "human":
+    if source.kind is SourceKind.PERSON:
         finished = _done(db, source.name, ids, reasons)
-    elif source.kind == "run":
+    elif source.kind is SourceKind.RUN:
         complete = (present | absent | unknown).all(axis=1)
         finished = complete
         reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())

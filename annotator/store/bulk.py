@@ -20,6 +20,7 @@ from itertools import chain
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
+from annotator.label_sources import SourceFacts, SourceName
 from annotator.models import SCHEMA_VERSION
 from annotator.store._json import loads
 from annotator.store.db import write
@@ -193,27 +194,21 @@ def labels_outside(db: Database, annotator: str, mode_ids: Sequence[str]) -> int
     ).fetchone()[0]
 
 
-def has_labels(db: Database, annotator: str) -> bool:
-    """Whether any label stands under ``annotator``."""
-    return db.execute("SELECT 1 FROM label_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
-
-
-def label_origin(db: Database, annotator: str) -> tuple[str, str | None] | None:
-    """Provenance and importer tag (``extra.source``) of one current label of ``annotator``.
-
-    An imported set is written by one importer, so one of its labels says where all came from.
-    """
+def source_facts(db: Database, source: SourceName) -> SourceFacts:
+    """What the store knows about a stored source name, in one query: whether it has review
+    states and labels, one current label's provenance and importer tag (an imported set is
+    written by one importer, so one label says where all came from), and its run if it names one."""
     row = db.execute(
-        "SELECT l.provenance, json_extract(l.extra, '$.source') FROM label_state s JOIN labels l ON l.id = s.label_id"
-        " WHERE s.annotator = ? LIMIT 1",
-        [annotator],
+        "SELECT EXISTS(SELECT 1 FROM review_state WHERE annotator = :name), o.provenance, o.origin,"
+        " r.kind, r.model, r.status"
+        " FROM (SELECT 1) LEFT JOIN (SELECT l.provenance, json_extract(l.extra, '$.source') AS origin"
+        "  FROM label_state s JOIN labels l ON l.id = s.label_id WHERE s.annotator = :name LIMIT 1) o"
+        " LEFT JOIN label_runs r ON r.id = :run",
+        {"name": source.name, "run": source.run_id},
     ).fetchone()
-    return (row[0], row[1]) if row else None
-
-
-def has_reviews(db: Database, annotator: str) -> bool:
-    """Whether ``annotator`` has a review state on any trajectory (a person using the annotator)."""
-    return db.execute("SELECT 1 FROM review_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+    reviewed, provenance, origin, run_kind, model, status = row
+    detail = f"{run_kind} run, {model or '-'}, status {status}" if run_kind else ""
+    return SourceFacts(bool(reviewed), provenance is not None, provenance, origin, run_kind, detail)
 
 
 def review_status_counts(db: Database, annotator: str) -> dict[str, list[str]]:
