@@ -7,6 +7,7 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from annotator import __version__
-from annotator.errors import AnnotatorError
+from annotator.errors import AnnotatorError, database_trouble
 from annotator.text import json_text, terminal_console
 
 out = terminal_console(soft_wrap=False)
@@ -34,7 +35,11 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Render core errors as one clear line and a non-zero exit instead of a traceback."""
+    """Render core errors as one clear line and a non-zero exit instead of a traceback.
+
+    A database that cannot be read (damaged pages, a file that is not a database) fails in
+    whatever query meets it first; that too is one line naming the file and what to do.
+    """
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -42,6 +47,8 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except AnnotatorError as exc:
             _fail(str(exc))
+        except sqlite3.DatabaseError as exc:
+            _fail(database_trouble(click.get_current_context().obj.get("db"), exc))
 
     return wrapper
 
@@ -554,7 +561,11 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
         db = _open(ctx)
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
-    make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
+    app = make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax)
+    app.run()
+    if app.store_trouble:
+        _fail(app.store_trouble)
+    sys.exit(app.return_code or 0)
 
 
 # ---- reports: report / agreement / export
