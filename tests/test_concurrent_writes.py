@@ -151,12 +151,14 @@ def test_a_changed_trajectory_is_swapped_at_publication(db_path, seeded, tmp_pat
     assert not import_paths(seeded, [first]).failed
     target = next(t for t in list_trajectories(seeded) if t.system == "Soak")
     AnnotationSession(seeded, target.id, "alice", load_taxonomy()).toggle("FM-1.1", 2)
-    with first.open("wb") as fh:  # the same records (same ids), new contents
-        for i in range(3):
-            fh.write(orjson.dumps({"id": f"old{i}", "system": "Soak", "messages": [
-                {"role": "user", "content": f"renewed {i} zebra"}, {"role": "assistant", "content": "ok"}]}) + b"\n")
+    with first.open("wb") as fh:  # the same records (same ids), new contents, each twice: the later wins
+        for word in ("draft", "renewed"):
+            for i in range(3):
+                fh.write(orjson.dumps({"id": f"old{i}", "system": "Soak", "messages": [
+                    {"role": "user", "content": f"{word} {i} zebra"}, {"role": "assistant", "content": "ok"}]}) + b"\n")
     summary = import_paths(seeded, [first])
-    assert not summary.failed and summary.total("updated") == 3
+    assert not summary.failed and summary.total("updated") == 6
+    assert not search_steps(seeded, "draft zebra")
     again = next(t for t in list_trajectories(seeded) if t.id == target.id)
     assert again.n_steps == 2
     assert search_steps(seeded, "renewed zebra", target.id) and not search_steps(seeded, "old0 step", target.id)

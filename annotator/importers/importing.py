@@ -208,7 +208,7 @@ PARSE_S = 0.02
 
 def _stage_file(db: Database, importer, path: Path, opts: ImportOptions, result: FileResult, token: str) -> None:
     """Write the file's records unseen in short transactions, then publish them at once."""
-    replaced: list[tuple[str, str]] = []
+    replaced: dict[str, str] = {}  # shadow id: the id of the changed trajectory it replaces
     attributions: list[Attribution] = []
     with Batches(db) as batches, record_values(path):
         stubs: list[ImportedRecord] = []
@@ -233,7 +233,7 @@ def _stage_file(db: Database, importer, path: Path, opts: ImportOptions, result:
                 rec.trajectory.content_hash = source_labels_hash(rec)
                 status, shadow = staging.stage_trajectory(db, rec.trajectory, token, batches)
                 if shadow is not None:
-                    replaced.append((shadow, rec.trajectory.id))
+                    replaced[shadow] = rec.trajectory.id
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
                 if status != "unchanged":
@@ -248,7 +248,7 @@ def _stage_file(db: Database, importer, path: Path, opts: ImportOptions, result:
         batches.begin()
         _merge_stubs(db, stubs, result, token)
         result.skipped_lines = list(opts.extra.get("skipped_lines", []))
-    staging.publish(db, token, replaced, attributions)
+    staging.publish(db, token, list(replaced.items()), attributions)
 
 
 def _discard(db: Database, token: str) -> None:

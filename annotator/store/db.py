@@ -96,7 +96,8 @@ def data_version(db: sqlite_utils.Database) -> int:
 
 
 def _begin(db: sqlite_utils.Database) -> None:
-    """BEGIN IMMEDIATE, trying again every few milliseconds until ``BUSY_TIMEOUT_S`` has passed."""
+    """BEGIN IMMEDIATE, trying again every few milliseconds until ``BUSY_TIMEOUT_S`` has passed;
+    a ``StoreError`` if the lock never came (or the file cannot be written at all)."""
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     db.conn.execute("PRAGMA busy_timeout = 1")
     try:
@@ -106,10 +107,19 @@ def _begin(db: sqlite_utils.Database) -> None:
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
+                    raise _refused(db, exc) from exc
             time.sleep(_POLL_S)
     finally:
         db.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def _commit(db: sqlite_utils.Database) -> None:
+    """COMMIT; if the disk refuses it, roll back and say so (a ``StoreError``)."""
+    try:
+        db.conn.commit()
+    except sqlite3.DatabaseError as exc:
+        db.conn.rollback()
+        raise _refused(db, exc) from exc
 
 
 @contextmanager
@@ -125,19 +135,16 @@ def write(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         with db.atomic():
             yield db
         return
-    try:
-        _begin(db)
-    except sqlite3.DatabaseError as exc:
-        raise _refused(db, exc) from exc
+    _begin(db)
     try:
         yield db
-        db.conn.commit()
     except sqlite3.DatabaseError as exc:
         db.conn.rollback()
         raise _refused(db, exc) from exc
     except BaseException:
         db.conn.rollback()
         raise
+    _commit(db)
 
 
 class Batches:
@@ -146,14 +153,14 @@ class Batches:
     ``with Batches(db) as batches:`` opens the first transaction; ``batches.point()``, called
     between two pieces of work that may be committed apart, commits once the transaction has
     been open ``HOLD_S`` and begins the next after a short gap; ``batches.commit()`` commits now
-    (before work that needs no lock, such as parsing the next record), and the next write joins
-    a new transaction through :func:`write`. Whatever must appear at once is made visible by
-    the caller in one last short transaction (an import publishes its file that way).
+    (before work that needs no lock, such as parsing the next record) and ``batches.begin()``
+    opens the next. Leaving the block commits; an error rolls back the open transaction only,
+    so whatever must appear at once is made visible by the caller in one last short
+    transaction (an import publishes its file that way) and discarded by it on failure.
     """
 
-    def __init__(self, db: sqlite_utils.Database, hold_s: float | None = None):
+    def __init__(self, db: sqlite_utils.Database):
         self.db = db
-        self.hold_s = HOLD_S if hold_s is None else hold_s
         self._since = 0.0
 
     def __enter__(self) -> Batches:
@@ -163,28 +170,21 @@ class Batches:
     def begin(self) -> None:
         """Open a transaction unless one is open."""
         if not self.db.conn.in_transaction:
-            try:
-                _begin(self.db)
-            except sqlite3.DatabaseError as exc:
-                raise _refused(self.db, exc) from exc
+            _begin(self.db)
             self._since = time.monotonic()
 
     def point(self) -> None:
         """Commit and let other writers in if this transaction has been open long enough."""
         if not self.db.conn.in_transaction:
             self.begin()
-        elif time.monotonic() - self._since >= self.hold_s:
+        elif time.monotonic() - self._since >= HOLD_S:
             self.commit()
             time.sleep(GAP_S)
             self.begin()
 
     def commit(self) -> None:
         if self.db.conn.in_transaction:
-            try:
-                self.db.conn.commit()
-            except sqlite3.DatabaseError as exc:
-                self.db.conn.rollback()
-                raise _refused(self.db, exc) from exc
+            _commit(self.db)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
