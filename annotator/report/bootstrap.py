@@ -49,7 +49,8 @@ class Plan:
         self._blocks: dict[object, np.ndarray] = {}
 
     def add(self, key: object, columns: np.ndarray) -> None:
-        self._blocks[key] = np.asarray(columns, dtype=np.float32).reshape(len(columns), -1)
+        block = np.asarray(columns, dtype=np.float32)
+        self._blocks[key] = block[:, None] if block.ndim == 1 else block
 
     def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
         """Replicated column sums per key: (replicates, that block's columns).

@@ -14,6 +14,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator import __version__
+from annotator.label_sources import SourceKind
 from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
 from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
@@ -43,6 +44,8 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
             for s in sources
         ],
         "taxonomy": {"name": tax.name, "version": tax.version, "version_hash": tax.version_hash},
+        "modes": {"reported": list(frame.mode_ids),
+                  "not_covered": [m for m in tax.mode_ids if m not in frame.mode_ids]},
         "filters": frame.filters.active(),
         "counts": {
             "trajectories_in_database": frame.n_total,
@@ -56,7 +59,7 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
         "bootstrap_replicates": replicates,
     }
     ties = sum(len(frame.labels[s].ties) for s in sources)
-    if any(frame.labels[s].source.kind == "consensus" for s in sources):
+    if any(frame.labels[s].source.kind is SourceKind.CONSENSUS for s in sources):
         out["counts"]["consensus_ties"] = ties
     return out
 

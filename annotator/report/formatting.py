@@ -127,6 +127,17 @@ def shown_note(table: Table) -> str | None:
     return None
 
 
+def _modes_line(header: dict) -> list[tuple[str, str]]:
+    """The modes line when a source covers only some of the codebook's modes."""
+    modes = header.get("modes")
+    if not modes or not modes["not_covered"]:
+        return []
+    total = len(modes["reported"]) + len(modes["not_covered"])
+    by = "the source covers" if len(header["sources"]) == 1 else "every source covers"
+    return [("modes", f"{len(modes['reported'])} of {total} reported, the ones {by}: {', '.join(modes['reported'])}"
+                      f" (not covered: {', '.join(modes['not_covered'])})")]
+
+
 def header_lines(header: dict) -> list[tuple[str, str]]:
     """The report header as (label, text) lines, in reading order."""
     counts = header["counts"]
@@ -134,6 +145,7 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
         ("sources", "; ".join(f"{s['name']} ({s['kind']}: {s['detail']})" for s in header["sources"])),
         ("taxonomy", f"{header['taxonomy']['name']} {header['taxonomy']['version']},"
                      f" version hash {header['taxonomy']['version_hash']}"),
+        *_modes_line(header),
         ("filters", ", ".join(f"{k}={v}" for k, v in header["filters"].items()) or "none"),
         ("trajectories", f"{counts['trajectories_counted']:,} counted of {counts['trajectories_in_database']:,} in"
                          f" the database; {counts['failed']:,} failed, {counts['succeeded']:,} succeeded,"
