@@ -50,7 +50,7 @@ REAL_WORLD = {
 }
 #: Real-world files today's detection does not yet place; each entry is removed with the fix.
 NOT_YET_DETECTED = {
-    "gemini_cli_session.json", "openhands_v1_conversation",
+    "gemini_cli_session.json",
     "tau_bench_airline_few_shot.jsonl",
 }
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from annotator.cli import main
 from annotator.importers.base import ImportOptions
+from annotator.importers.importing import expand_paths, import_file, import_paths
 from annotator.importers.itbench import load_ground_truth, score_diagnosis, submitted_entities
-from annotator.importers.service import expand_paths, import_file, import_paths
 from annotator.models import HIDDEN
 from annotator.store.trajectories import get_trajectory
 
