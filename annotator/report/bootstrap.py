@@ -105,6 +105,18 @@ def interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndar
     return lo, hi, undefined
 
 
+#: Fewest trajectories a group needs for a resampling interval: with one, every replicate draws
+#: that trajectory, all replicates are equal and the interval is a point that is not certainty.
+MIN_RESAMPLED = 2
+
+
+def withhold_degenerate(lo: np.ndarray, hi: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval bounds with NaN (undefined) where the group behind them has fewer than
+    :data:`MIN_RESAMPLED` trajectories."""
+    small = np.asarray(n) < MIN_RESAMPLED
+    return np.where(small, np.nan, lo), np.where(small, np.nan, hi)
+
+
 def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """num / den with NaN where den is 0."""
     with np.errstate(all="ignore"):

@@ -114,6 +114,10 @@ def display(table: Table) -> tuple[list[str], list[list[str]]]:
     return [h for h, _ in plan], rows
 
 
+#: The heading of the key findings block, the same in every rendering.
+FINDINGS_TITLE = "Key findings"
+
+
 def title(doc: Document) -> str:
     """The document's title, the same in every rendering."""
     return "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
@@ -163,7 +167,7 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
     if "consensus_ties" in counts:
         lines.append(("consensus ties", f"{counts['consensus_ties']} (trajectory, mode) cells, left undecided"))
     if header.get("strongest_predictor") is not None or header.get("by") is not None:
-        lines.append(("strongest predictor", header.get("strongest_predictor") or "none"))
+        lines.append(("strongest predictor", header.get("strongest_predictor") or "none supported (see key findings)"))
     if header.get("reference"):
         lines.append(("reference", header["reference"]))
     lines.append(("bootstrap", f"{header['bootstrap_replicates']} replicates over trajectories, seed {header['seed']}"))
