@@ -81,6 +81,7 @@ class MastExport(Importer):
                     if done is not None:
                         yield done
                 current.labels.append(_label(row))
+                current.ledger.mapped()  # the row is a label
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:
