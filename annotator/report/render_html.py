@@ -15,6 +15,7 @@ from markupsafe import Markup
 from annotator.text import inert
 from annotator.report.charts import charts
 from annotator.report.formatting import (
+    FINDINGS_TITLE,
     LEGEND,
     TEXT_COLUMNS,
     display,
@@ -45,5 +46,5 @@ def render(doc: Document) -> str:
     sections = [{"title": s.title, "notes": s.notes, "tables": [_table(t) for t in s.tables]} for s in doc.sections]
     return _ENV.get_template("report.html.j2").render(
         title=title(doc), header=header_lines(doc.header), sections=sections, charts=charts(doc),
-        legend=LEGEND,
+        legend=LEGEND, findings_title=FINDINGS_TITLE, findings=[f.text for f in doc.findings],
     )
