@@ -140,14 +140,12 @@ def discard(db: Database, token: str) -> None:
         db.execute("DELETE FROM imports WHERE token = ?", [token])
 
 
-def discard_abandoned(db: Database) -> int:
-    """Discard what imports left whose process on this machine is gone; returns how many imports."""
+def discard_abandoned(db: Database) -> None:
+    """Discard what imports left whose process on this machine is gone."""
     host = socket.gethostname()
-    rows = db.execute("SELECT token, pid FROM imports WHERE host = ?", [host]).fetchall()
-    gone = [token for token, pid in rows if not _alive(pid)]
-    for token in gone:
-        discard(db, token)
-    return len(gone)
+    for token, pid in db.execute("SELECT token, pid FROM imports WHERE host = ?", [host]).fetchall():
+        if not _alive(pid):
+            discard(db, token)
 
 
 def _alive(pid: int) -> bool:

@@ -59,13 +59,9 @@ def write_steps(db: Database, traj_id: str, steps: Sequence[Step], between: Call
     """Insert the steps of ``traj_id`` and their full-text rows, ``STEP_CHUNK`` at a time;
     ``between`` runs after each chunk (where an import may commit and let others write)."""
     for start in range(0, len(steps), STEP_CHUNK):
-        chunk = steps[start:start + STEP_CHUNK]
-        db.conn.executemany(_INSERT_STEP, (_step_row(traj_id, s) for s in chunk))
-        db.execute(
-            "INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps"
-            " WHERE trajectory_id = ? AND idx BETWEEN ? AND ?",
-            [traj_id, chunk[0].index, chunk[-1].index],
-        )
+        before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+        db.conn.executemany(_INSERT_STEP, (_step_row(traj_id, s) for s in steps[start:start + STEP_CHUNK]))
+        db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?", [before])
         if between is not None:
             between()
 
