@@ -15,6 +15,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from samples import long_line_jsonl, mast_traces, unlabelled_mad
+
 from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check
 from annotator.importers.base import ImportOptions, registry
@@ -45,6 +47,12 @@ def _history(path: Path) -> int:
     return len(orjson.loads(path.read_bytes())["history"])
 
 
+def _trace_messages(path: Path) -> int:
+    """Messages of an AG2 trace; a log (MetaGPT's ``content``, HyperAgent's lines) is one record."""
+    inner = orjson.loads(path.read_bytes()).get("trajectory")
+    return len(inner) if isinstance(inner, list) and not all(isinstance(x, str) for x in inner) else 1
+
+
 def _label_export(tmp_path: Path) -> Path:
     """A real label export: the MAD human sample imported, its three annotators' labels exported."""
     from annotator.store import open_db
@@ -63,11 +71,14 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("mad_human", TRAJECTORIES / "mad_human" / "mad_human_sample.json", _items),
     *[("who_and_when", p, _history) for p in sorted(WHO_AND_WHEN.glob("*.json"))],
     ("mast_export", _label_export, _lines),
+    ("mad_full", lambda tmp: unlabelled_mad(tmp / "traces.json"), _items),
+    *[("mast_trace", lambda tmp, i=i: mast_traces(tmp / "traces")[i], _trace_messages) for i in range(3)],
+    ("jsonl", lambda tmp: long_line_jsonl(tmp / "runs.jsonl"), _lines),
 ]
 
 #: Registered importers whose rows have not landed yet; the table must end up covering them all.
 PENDING = {
-    "openai_chat", "jsonl", "mad_full", "mast_trace", "text_log", "otel_genai", "openinference", "inspect_ai",
+    "openai_chat", "text_log", "otel_genai", "openinference", "inspect_ai",
     "mini_swe_agent", "swe_agent", "openhands", "openhands_v1", "claude_code", "codex_cli", "codex_exec",
     "itbench_run",
 }
