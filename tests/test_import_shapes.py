@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from samples import MAD_HUMAN, TRAJECTORIES, long_line_jsonl, unlabelled_mad
 
 from annotator.cli import main
-from annotator.importers.detect import HEAD_BYTES, detect, read_head
+from annotator.importers.detect import HEAD_BYTES, read_head
+from annotator.importers.registry import detect
 from annotator.importers.importing import import_file, import_paths
 from annotator.store.labels import current_labels
 
