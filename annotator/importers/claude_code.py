@@ -16,9 +16,16 @@ sub-agents folded in: each sub-agent's steps go under the ``Task``/``Agent`` cal
 it, in time order with the rest. The call is found from the parent's ``toolUseResult.agentId``
 on the call's result line, a ``progress`` line's ``data.agentId`` and ``parentToolUseID``, the
 ``agentId: <id>`` line in the result text, or else the sub-agent's first prompt equal to the
-call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. ``agent_progress`` lines that repeat a folded sub-agent are not steps. A
+call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. A
 sub-agent file is not imported on its own while its session file is there, so nothing appears
 twice; ``agent-acompact-*`` files (context compaction) are left out.
+
+Claude Code 2.1 writes ``progress`` lines (hook runs, sub-agent progress, tool output as it
+streams): they repeat what the steps show or record editor state, and in a real session make up
+most of the lines, so they are not steps (dropped, reason ``progress``), except a sub-agent's
+``agent_progress`` when its own file is absent: then they are all there is of it. The task is the
+first request the user typed: slash-command echoes (``<command-name>/clear</command-name>``),
+their ``<local-command-stdout>`` and the caveat Claude Code injects before them are not one.
 """
 
 from __future__ import annotations
@@ -44,6 +51,15 @@ _STATE_LINES = {"file-history-snapshot", "queue-operation", "permission-mode", "
 _SUBAGENT_TOOLS = {"Task", "Agent"}
 _AGENT_ID_IN_TEXT = re.compile(r"\bagent_?[iI]d: *([\w@.-]+)")
 _COMPACTION = "agent-acompact-"
+#: User text Claude Code writes itself around a slash command, not typed as a request.
+_COMMAND_ECHO = re.compile(r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr"
+                           r"|local-command-caveat)>")
+
+
+def is_request(step: Step) -> bool:
+    """Whether a step is a request the user typed (not a tool result, injected text or command echo)."""
+    return step.role == "user" and step.kind == "message" and bool(step.content.strip()) and \
+        not _COMMAND_ECHO.match(step.content)
 
 
 class _Session:
@@ -83,8 +99,10 @@ class _Session:
                          **base, **ctx)
         elif kind == "result":
             self.result = plain(rec)
-        elif kind == "progress" and self.agent_progress(rec):
-            return
+        elif kind == "progress":
+            if not self.agent_progress(rec) and obj(rec.get("data")).get("type") == "agent_progress":
+                # the only record of a sub-agent whose own file is absent: kept, and counted as unknown
+                self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
         elif kind not in _STATE_LINES:
             self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
 
@@ -129,6 +147,8 @@ class _Session:
             sid = f"line {lineno}[{j}]"
             btype = str_or_none(block.get("type"))
             if btype == "text":
+                if not as_text(block.get("text")).strip():
+                    continue  # a whitespace-only block a streamed response opens with
                 kind = "system" if injected else "message"
                 self.out.add(id=sid, kind=kind, role=role, agent=who, content=as_text(block.get("text")), **base, **ctx)
             elif btype in ("thinking", "redacted_thinking"):
@@ -201,7 +221,7 @@ class ClaudeCode(Importer):
             outcome = "failure" if s.result.get("is_error") else "unknown"
             meta[HIDDEN] = {"result": s.result}
         main = s.out.require(path, "messages")
-        task = next((st.content for st in main if st.role == "user" and st.kind == "message"), None)
+        task = next((st.content for st in main if is_request(st)), None)
         steps, more = main, []
         if files:
             steps, meta["subagents"], more = _fold_subagents(main, files, s, opts)
