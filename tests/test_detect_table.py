@@ -13,7 +13,8 @@ from annotator.importers.detect import detect, read_head
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-NOT_TRAJECTORIES = {"README.md", "SOURCES.md", "LICENSE"}
+#: Documentation, and a run's diagnosis file that its run file reads (not a trajectory itself).
+NOT_TRAJECTORIES = {"README.md", "SOURCES.md", "LICENSE", "diagnosis.json"}
 
 
 def expected_format(path: Path) -> str | None:
@@ -49,13 +50,11 @@ REAL_WORLD = {
     "tau_bench_airline_few_shot.jsonl": "tau_bench",
 }
 #: Real-world files today's detection does not yet place; each entry is removed with the fix.
-NOT_YET_DETECTED = {
-    "gemini_cli_session.json", "openhands_v1_conversation",
-    "tau_bench_airline_few_shot.jsonl",
-}
+NOT_YET_DETECTED = {"openhands_v1_conversation"}
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
-FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code"}
+FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code", "chatdev": "text_log",
+                   "stirrup": "stirrup", "tau_bench": "tau_bench"}
 FIXTURES = [ROOT / "tests" / "fixtures" / name for name in FIXTURE_FORMATS]
 FILES = sorted(p for base in (SHARED, ROOT / "trajectories", *FIXTURES) for p in base.rglob("*") if p.is_file())
 
@@ -64,7 +63,7 @@ def test_the_table_covers_the_samples():
     assert len(FILES) > 60
     assert {expected_format(p) for p in FILES} >= {
         "claude_code", "codex_cli", "codex_exec", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
-        "swe_agent", "who_and_when", "mad_human", None}
+        "swe_agent", "who_and_when", "mad_human", "gemini_cli", "tau_bench", "stirrup", "text_log", None}
 
 
 def _marks(path: Path) -> list:

@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -109,6 +110,8 @@ class OpenAIChat(Importer):
             if not isinstance(messages, list):
                 raise ImportFailure(str(path), "expected a list of chat messages")
             steps = chat_steps(messages, path)
+            ledger = Ledger()
+            ledger.mapped(len(messages))
             model = meta.get("model") if isinstance(meta.get("model"), str) else None
             response = obj(meta.pop("response", None))
             choices = [c for c in seq(response.get("choices")) if isinstance(obj(c).get("message"), dict)]
@@ -120,6 +123,7 @@ class OpenAIChat(Importer):
                     answer[0].tokens_out = as_int(usage.get("completion_tokens"))
                 steps += answer
             if response:
+                ledger.mapped()
                 model = model or str_or_none(response.get("model"))
                 meta["response"] = {k: v for k, v in response.items() if k != "choices"}
             traj = Trajectory(
@@ -133,5 +137,5 @@ class OpenAIChat(Importer):
                 raw=raw,
                 steps=steps,
             )
-            item = ImportedRecord(trajectory=finish(traj, opts))
+            item = ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
         yield item

@@ -37,8 +37,10 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
+from annotator.importers.media import media_text
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, parse_json_maybe, parse_time, plain
 from annotator.importers.steps import seq, str_or_none
@@ -63,10 +65,10 @@ def is_request(step: Step) -> bool:
 
 
 class _Session:
-    def __init__(self, folded: set[str] = frozenset()) -> None:
+    def __init__(self, ledger: Ledger | None = None, folded: set[str] = frozenset()) -> None:
         self.folded = folded  # sub-agents whose own files are read with the session
         self.agent_calls: dict[str, str] = {}  # sub-agent id -> tool_use id of its launching call
-        self.out = StepList()
+        self.out = StepList(ledger)
         self.blocks: dict[str, set[bytes]] = {}  # message id -> blocks already emitted
         self.usage_done: set[str] = set()
         self.meta: dict = {}
@@ -86,8 +88,10 @@ class _Session:
         for key in ("sessionId", "session_id", "version", "cwd", "gitBranch"):
             if rec.get(key) and key not in self.meta:
                 self.meta[key] = rec[key]
+        ledger = self.out.ledger
         if kind == "summary":
             self.title = self.title or as_text(rec.get("summary"))
+            ledger.mapped()
         elif kind in ("user", "assistant"):
             self.message(lineno, rec, agent, base, ctx)
         elif kind == "system":
@@ -97,14 +101,24 @@ class _Session:
             text = as_text(rec.get("content")) or f"[{rec.get('subtype') or 'system'}]"
             self.out.add(id=f"line {lineno}", kind="system", role="system", agent="system", content=text,
                          **base, **ctx)
+            ledger.mapped()
         elif kind == "result":
             self.result = plain(rec)
+            ledger.mapped()
         elif kind == "progress":
-            if not self.agent_progress(rec) and obj(rec.get("data")).get("type") == "agent_progress":
+            if self.agent_progress(rec):
+                ledger.folded("sub-agent progress (the sub-agent's own file is read)")
+            elif obj(rec.get("data")).get("type") == "agent_progress":
                 # the only record of a sub-agent whose own file is absent: kept, and counted as unknown
                 self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
-        elif kind not in _STATE_LINES:
+                ledger.mapped()
+            else:
+                ledger.dropped("progress")
+        elif kind in _STATE_LINES:
+            ledger.dropped("editor state")
+        else:
             self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
+            ledger.mapped()
 
     def agent_progress(self, rec: dict) -> bool:
         """Note which call a sub-agent's progress line belongs to; True when the line only repeats
@@ -137,18 +151,21 @@ class _Session:
         first = len(self.out.steps)
         who = agent if role == "assistant" else "user"
         injected = bool(rec.get("isMeta") or rec.get("isCompactSummary"))
+        repeated = empty = 0
         for j, block in enumerate(blocks):
             if not isinstance(block, dict):
                 continue
             key = orjson.dumps(block, option=orjson.OPT_SORT_KEYS, default=str)
             if key in seen:
+                repeated += 1
                 continue
             seen.add(key)
             sid = f"line {lineno}[{j}]"
             btype = str_or_none(block.get("type"))
             if btype == "text":
                 if not as_text(block.get("text")).strip():
-                    continue  # a whitespace-only block a streamed response opens with
+                    empty += 1  # a whitespace-only block a streamed response opens with
+                    continue
                 kind = "system" if injected else "message"
                 self.out.add(id=sid, kind=kind, role=role, agent=who, content=as_text(block.get("text")), **base, **ctx)
             elif btype in ("thinking", "redacted_thinking"):
@@ -169,7 +186,16 @@ class _Session:
                     step.attributes["is_error"] = True
                 self.launched(rec, block)
             else:
-                self.out.add(id=sid, kind="message", role=role, agent=who, content=f"[{btype}]", **base, **ctx)
+                self.out.add(id=sid, kind="message", role=role, agent=who, content=media_text(block) or f"[{btype}]",
+                             **base, **ctx)
+        if len(self.out.steps) > first:
+            self.out.ledger.mapped()
+        elif repeated:
+            self.out.ledger.folded("response block already read from an earlier line")
+        elif empty:
+            self.out.ledger.dropped("whitespace-only text")
+        else:
+            self.out.ledger.dropped("message without content")
         if role == "assistant":
             self.model = self.model or str_or_none(msg.get("model"))
             usage = obj(msg.get("usage"))
@@ -222,10 +248,9 @@ class ClaudeCode(Importer):
             meta[HIDDEN] = {"result": s.result}
         main = s.out.require(path, "messages")
         task = next((st.content for st in main if is_request(st)), None)
-        steps, more = main, []
+        steps = main
         if files:
-            steps, meta["subagents"], more = _fold_subagents(main, files, s, opts)
-        warnings = s.out.warnings() + more
+            steps, meta["subagents"] = _fold_subagents(main, files, s, opts)
         meta["agents"] = sorted({st.agent for st in steps if st.agent and st.agent not in ("user", "environment", "system")})
         title = s.title or f"claude session {session}"
         if session_of(path) is not None:
@@ -243,7 +268,7 @@ class ClaudeCode(Importer):
             raw=raw,
             steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=s.out.ledger)
 
 
 def session_of(path: Path) -> Path | None:
@@ -266,26 +291,25 @@ def _agent_id(path: Path) -> str:
 
 
 def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
-                    opts: ImportOptions) -> tuple[list[Step], list[dict], list[str]]:
-    """The session's steps with each sub-agent's folded in under its launching call, the
+                    opts: ImportOptions) -> tuple[list[Step], list[dict]]:
+    """The session's steps with each sub-agent's folded in under its launching call and the
     sub-agents as metadata (with each file's hash, so a change to one is a change to the
-    trajectory), and warnings."""
+    trajectory); warnings go to the session's ledger."""
     calls = {st.call_id: st for st in main if st.kind == "tool_call" and st.tool_name in _SUBAGENT_TOOLS}
     order, parents = list(main), {id(st): main[st.parent] if st.parent is not None else None for st in main}
-    described, warnings = [], []
+    described, ledger = [], s.out.ledger
     for f in files:
         data = f.read_bytes()
         info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": fingerprint(data)}
         if f.name.startswith(_COMPACTION):
             described.append({**info, "folded": False})
-            warnings.append(f"{f.name}: context-compaction transcript, not folded in")
+            ledger.warn("incomplete", f"{f.name}: context-compaction transcript, not folded in")
             continue
-        sub, bad = _Session(), []
+        sub, bad = _Session(ledger), []
         for lineno, rec in iter_jsonl(f, opts, bad, data):
             sub.line(lineno, rec, f)
         if bad:
-            warnings.append(f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")
-        s.out.unknown.update(sub.out.unknown)
+            ledger.warn("incomplete", f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")
         agent_id = _agent_id(f)
         call = calls.get(s.agent_calls.get(agent_id)) or _call_by_prompt(calls.values(), sub.out.steps)
         name = next((st.agent for st in sub.out.steps if st.role == "assistant"), f"subagent {agent_id}")
@@ -298,13 +322,13 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
         described.append({**info, "agent_id": agent_id, "call_id": call.call_id if call else None,
                           "model": sub.model, "steps": len(sub.out.steps), "folded": True})
         if call is None and sub.out.steps:
-            warnings.append(f"{f.name}: launching Task call not found; folded in by time")
+            ledger.warn("incomplete", f"{f.name}: launching Task call not found; folded in by time")
     for i, st in enumerate(order):
         st.index = i
     for st in order:
         parent = parents[id(st)]
         st.parent = parent.index if parent is not None else None
-    return order, described, warnings
+    return order, described
 
 
 def _call_by_prompt(calls, steps: list[Step]) -> Step | None:

@@ -74,7 +74,7 @@ def guess_system(text: str) -> str | None:
 def split_log(text: str, system: str | None = None) -> Split:
     """Steps of a raw log: the named system's splitter, else the one its markers name, else blank-line blocks."""
     named = _SPLITTERS.get(_key(system or ""))
-    steps = Split(named(text) if named else [])
+    steps = named(text) if named else Split()
     if len(steps) <= 1:
         guessed = guess_system(text)
         fn = _SPLITTERS[_key(guessed)] if guessed else None
@@ -190,6 +190,19 @@ _CHATDEV_SPEAKER = re.compile(r"^(?P<agent>[A-Z][\w ]{0,40}?): ")
 _CHATDEV_EARLY = re.compile(rf"^{_ANSI}\[(?P<turn>\d+)\] AI (?:Assistant|User) \((?P<agent>[^)\n]+)\)(?P<end> terminated the chat)?")
 #: Lines ChatDev logs about its own plumbing, with the reason they are left out.
 _CHATDEV_NOISE = (("HTTP Request:", "HTTP request log"), ("flask app.py did not start", "online-log notice"))
+
+
+_CHATDEV_FACTS = {"task": re.compile(r"^\*\*task_prompt\*\*: (?P<v>[^\n]+)", re.M),
+                  "model": re.compile(r"^\| \*\*model_type\*\* \| ModelType\.(?P<v>\w+) \|", re.M)}
+
+
+def log_facts(text: str, system: str | None) -> dict[str, str]:
+    """The task and model a log states: ChatDev's ``**task_prompt**`` line and the ``model_type``
+    of its first phase's parameter table."""
+    if _key(system or "") != _key("ChatDev"):
+        return {}
+    head = text[:GUESS_CHARS]
+    return {k: m["v"].strip() for k, rx in _CHATDEV_FACTS.items() if (m := rx.search(head))}
 
 
 @splitter("ChatDev", marker=r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO\] ")

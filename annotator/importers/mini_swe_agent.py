@@ -61,6 +61,7 @@ def message_steps(messages: list, path: Path) -> StepList:
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or "role" not in msg:
             raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"messages[{i}]")
+        out.ledger.mapped()
         role, sid, raw = msg.get("role"), f"messages[{i}]", plain(msg)
         text = as_text(msg.get("content"))
         extra = obj(msg.get("extra"))
@@ -149,4 +150,4 @@ class MiniSWEAgent(Importer):
             raw=raw,
             steps=steps.require(path, "messages"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=steps.ledger)

@@ -85,16 +85,27 @@ class _Builder:
 
 
 def _from_trajectory(b: _Builder, history: list, trajectory: list) -> None:
+    ledger = b.out.ledger
     run = [h for h in history if not is_demo(h)]
     actions = [h for h in run if isinstance(h, dict) and h.get("role") == "assistant"]
     first_action = next((i for i, h in enumerate(history) if isinstance(h, dict) and h.get("role") == "assistant"
                          and not is_demo(h)), len(history))
     for i, item in enumerate(history[:first_action]):
-        if isinstance(item, dict) and not is_demo(item):
+        if is_demo(item):
+            ledger.dropped("demonstration")
+        elif isinstance(item, dict):
             b.message(item, f"history[{i}]")
+            ledger.mapped()
+        else:
+            ledger.dropped("not a message object")
+    rest = history[first_action:]
+    ledger.dropped("demonstration", sum(map(is_demo, rest)))
+    ledger.folded("history copy of a trajectory entry", sum(not is_demo(h) for h in rest))
     for k, entry in enumerate(trajectory):
         if not isinstance(entry, dict):
+            ledger.dropped("not a trajectory entry object")
             continue
+        ledger.mapped()
         h = actions[k] if k < len(actions) else {}
         agent = h.get("agent") or "main"
         raw = plain(entry)
@@ -110,8 +121,13 @@ def _from_trajectory(b: _Builder, history: list, trajectory: list) -> None:
 
 def _from_history(b: _Builder, history: list) -> None:
     for i, item in enumerate(history):
-        if not isinstance(item, dict) or is_demo(item):
+        if is_demo(item):
+            b.out.ledger.dropped("demonstration")
             continue
+        if not isinstance(item, dict):
+            b.out.ledger.dropped("not a message object")
+            continue
+        b.out.ledger.mapped()
         sid = f"history[{i}]"
         role, agent = item.get("role"), item.get("agent") or item.get("role")
         if role == "assistant":
@@ -186,4 +202,4 @@ class SWEAgent(Importer):
             raw=raw,
             steps=b.out.require(path, "trajectory entries or history items"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)
