@@ -53,7 +53,7 @@ def _open(ctx: click.Context):
 
 
 def _taxonomy(path: str | None):
-    from taxonomy import TaxonomyError, load_taxonomy
+    from annotator.taxonomy import TaxonomyError, load_taxonomy
 
     try:
         return load_taxonomy(path)
@@ -97,6 +97,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
 @click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option("--strict", is_flag=True, help="Fail a file with any warning (unknown record kinds, unnamed tool calls ...).")
 @click.option(
     "--ground-truth",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -105,7 +106,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 @click.pass_context
 @handled
-def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, ground_truth, quiet):
+def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, strict, ground_truth, quiet):
     """Import trajectory files, folders or glob patterns.
 
     Each file is imported whole or not at all; a bad file is reported with its line or
@@ -120,7 +121,8 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     from annotator.importers.base import ImportOptions
 
     opts = ImportOptions(
-        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
+        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, strict=strict,
+        ground_truth=ground_truth,
     )
     if max_size is not None:
         opts.max_bytes = max_size
@@ -188,8 +190,12 @@ def _print_file_result(f) -> None:
     if f.skipped_lines:
         parts.append(f"{len(f.skipped_lines)} bad line(s) skipped: {', '.join(map(str, f.skipped_lines[:10]))}")
     out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"), soft_wrap=True)
-    for w in f.warnings:
-        out.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
+    for what, by_reason in (("folded", f.ledger.folded_by), ("dropped", f.ledger.dropped_by)):
+        if by_reason:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in by_reason.most_common())
+            out.print(Text(f"  {what}: {reasons}", style="dim"), soft_wrap=True)
+    for (kind, _), line in zip(f.ledger.warnings, f.ledger.warning_lines(), strict=True):
+        out.print(Text(f"  warning ({kind}): {line}", style="yellow"), soft_wrap=True)
 
 
 @main.command("list")
@@ -212,7 +218,8 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
       mast list --outcome failure --system MetaGPT
       mast list --status done --annotator alice --json
     """
-    from annotator.store.trajectories import TrajectoryFilter, list_trajectories
+    from annotator.store.trajectories import list_trajectories
+    from annotator.views import TrajectoryFilter
 
     if status and not annotator:
         annotator = _default_annotator()
@@ -254,7 +261,7 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
 
 
 def _default_annotator() -> str:
-    from annotator.annotation import default_annotator
+    from annotator.annotating.session import default_annotator
 
     return default_annotator()
 
@@ -274,8 +281,9 @@ def show_cmd(ctx, trajectory, step, limit, raw):
       mast show 7d7a048670901feb
       mast show 7d7a --step 12
     """
-    from annotator.render import plain_header, plain_step
+    from annotator.store import steps as sq
     from annotator.store import trajectories as tq
+    from annotator.text import plain_header, plain_step
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
@@ -286,14 +294,14 @@ def show_cmd(ctx, trajectory, step, limit, raw):
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
     if step is not None:
-        write(plain_step(tq.get_step(db, traj_id, step)))
+        write(plain_step(sq.get_step(db, traj_id, step)))
         return
     write(plain_header(summary))
     sys.stdout.flush()  # the header shows at once, before any step is read
     start, page = 0, 200
     shown = 0
     while True:
-        chunk = tq.get_steps(db, traj_id, start, page)
+        chunk = sq.get_steps(db, traj_id, start, page)
         for s in chunk:
             if limit is not None and shown >= limit:
                 return

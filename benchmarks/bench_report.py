@@ -46,7 +46,7 @@ def generate(path: Path) -> None:
     from annotator.models import LabelRun
     from annotator.store import bulk, open_db
     from annotator.store.runs import create_run
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     tax = load_taxonomy()
     rng = np.random.default_rng(42)
@@ -92,7 +92,7 @@ def round_trip(which: str) -> None:
     from annotator.report.export import write
     from annotator.report.frame import Filters
     from annotator.store import open_db
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     if which == "export":
         db = open_db(DB_PATH)
@@ -128,7 +128,7 @@ def child(which: str) -> None:
     from annotator.report.agreement_report import build_agreement
     from annotator.report.document import build_report
     from annotator.store import open_db
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     db = open_db(DB_PATH)
     tax = load_taxonomy()

@@ -19,7 +19,7 @@ from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.store import open_db
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mad_human_sample"
 HUMANS = ("mad-human-1", "mad-human-2", "mad-human-3")

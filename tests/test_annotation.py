@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotator import queue as work
-from annotator.annotation import AlreadyDecided, AnnotationSession, ModeNotTagged, NothingToUndo, disagreements
+from annotator.annotating import queue as work
+from annotator.annotating.compare import disagreements
+from annotator.annotating.session import AlreadyDecided, AnnotationSession, ModeNotTagged, NothingToUndo
 from annotator.models import Label, LabelRun, Step, Trajectory
 from annotator.store import labels, review, runs
 from annotator.store.suggestions import pending_counts
 from annotator.store.trajectories import save_trajectory
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 

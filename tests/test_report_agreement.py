@@ -18,7 +18,7 @@ from annotator.report.agreement_report import build_agreement
 from annotator.report.formatting import display
 from annotator.report.sources import resolve
 from annotator.store.labels import add_labels, label_rows
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 HUMANS = ["mad-human-1", "mad-human-2", "mad-human-3"]

@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.errors import ImportFailure
 from pydantic import ValidationError
 
+from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value, register
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
 from annotator.models import Label, Trajectory
 from annotator.store.bulk import LABEL_FIELDS
-from annotator.store.trajectories import STUB_HASH
+from annotator.store.steps import STUB_HASH
 
 FORMAT_TAG = "mast-labels"
 
@@ -83,6 +83,7 @@ class MastExport(Importer):
                     if done is not None:
                         yield done
                 current.labels.append(_label(row))
+                current.ledger.mapped()  # the row is a label
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:

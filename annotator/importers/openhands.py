@@ -140,7 +140,7 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
         raw=raw,
         steps=b.out.require(path, "events"),
     )
-    return ImportedRecord(trajectory=finish(traj, opts))
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)
 
 
 @register

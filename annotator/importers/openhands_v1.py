@@ -153,4 +153,4 @@ class OpenHandsV1(Importer):
             raw=raw,
             steps=b.out.require(path, "events"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=b.out.warnings())
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)

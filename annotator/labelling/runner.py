@@ -24,7 +24,7 @@ from annotator.models import Label, LabelRun, utcnow
 from annotator.store.requests import finish_item, item_counts, run_items, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 DEFAULT_CONCURRENCY = 16
 

@@ -26,8 +26,9 @@ from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, dry_run, run_labeller
 from annotator.models import LabelRun, Outcome
 from annotator.store.runs import create_run, get_run, update_run
-from annotator.store.trajectories import TrajectoryFilter, list_trajectories, resolve_id
-from taxonomy import Taxonomy, load_taxonomy
+from annotator.store.trajectories import list_trajectories, resolve_id
+from annotator.taxonomy import Taxonomy, load_taxonomy
+from annotator.views import TrajectoryFilter
 
 
 class PrelabelOptions(BaseModel):

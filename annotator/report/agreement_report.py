@@ -22,7 +22,7 @@ from annotator.report.document import header
 from annotator.report.frame import Filters, Frame, build
 from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ONSET_TOLERANCES = (0, 1, 2, 3, 4, 5)
 AC1_NOTE = ("AC1: Gwet's (2008) chance-corrected agreement; its chance term 2π(1 − π) stays small for a rare"

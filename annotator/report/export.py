@@ -26,7 +26,7 @@ from annotator.models import SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
 from annotator.report.sources import CONSENSUS
 from annotator.store import bulk
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]

@@ -20,8 +20,8 @@ from sqlite_utils import Database
 
 from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
 from annotator.store import bulk
-from annotator.store.trajectories import TrajectoryFilter
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 #: Outcome codes in ``Frame.failed``.
 FAILED, SUCCEEDED, UNKNOWN = 1, 0, -1

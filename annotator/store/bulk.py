@@ -24,7 +24,8 @@ from annotator.models import SCHEMA_VERSION
 from annotator.store._json import loads
 from annotator.store.db import write
 from annotator.store.labels import make_current
-from annotator.store.trajectories import TrajectoryFilter, _where
+from annotator.store.trajectories import _where
+from annotator.views import TrajectoryFilter
 
 
 def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:

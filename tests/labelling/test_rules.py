@@ -12,7 +12,7 @@ from annotator.labelling.rules import (
 )
 from annotator.models import Step
 from annotator.store.trajectories import get_trajectory, list_trajectories
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TASK = "Write a function that returns the n-th Fibonacci number and test it."
 

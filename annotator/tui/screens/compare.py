@@ -13,9 +13,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Select, Static
 
-from annotator.annotation import AnnotationSession, Disagreement, annotators_of, disagreements
-from annotator.render import inert
-from taxonomy import Taxonomy
+from annotator.annotating.compare import Disagreement, annotators_of, disagreements
+from annotator.annotating.session import AnnotationSession
+from annotator.taxonomy import Taxonomy
+from annotator.text import inert
 
 
 def _cell(d: Disagreement, side: str) -> Text:

@@ -15,11 +15,10 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from annotator.annotation import Suggestion
+from annotator.annotating.session import Suggestion
 from annotator.models import Attribution, Label
-from annotator.render import inert, one_line
-from taxonomy import Taxonomy
-
+from annotator.taxonomy import Taxonomy
+from annotator.text import inert, one_line
 
 #: Columns for a mode name: the longest MAST name fits (a narrow terminal gets fewer).
 NAME_WIDTH = 33

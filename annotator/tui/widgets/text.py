@@ -11,7 +11,7 @@ import zlib
 
 from rich.text import Text
 
-from annotator.render import inert, one_line
+from annotator.text import inert, one_line
 
 #: Readable on dark and light themes; an agent keeps its colour across sessions (crc32 of the name).
 AGENT_PALETTE = (

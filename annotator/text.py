@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from annotator.models import Step
-from annotator.store.trajectories import TrajectorySummary
+from annotator.views import TrajectorySummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

@@ -23,13 +23,17 @@ from typing import Literal
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, NotFound
-from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, utcnow
+from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, Step, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
 from annotator.store.attributions import attributions
 from annotator.store.db import write
-from annotator.store.trajectories import TrajectorySummary, get_summary
-from taxonomy import Taxonomy
+from annotator.store.search import search_steps
+from annotator.store.step_heads import get_step_head
+from annotator.store.steps import get_step, step_previews
+from annotator.store.trajectories import get_summary
+from annotator.taxonomy import Taxonomy
+from annotator.views import SearchHit, StepPreview, TrajectorySummary
 
 RUN_PREFIX = "run:"
 
@@ -118,6 +122,22 @@ class AnnotationSession:
 
     def summary(self) -> TrajectorySummary:
         return get_summary(self.db, self.trajectory_id)
+
+    def step_previews(self, start: int, limit: int) -> list[StepPreview]:
+        """One-line previews of steps ``start`` .. ``start + limit`` (never their full contents)."""
+        return step_previews(self.db, self.trajectory_id, start, limit)
+
+    def step(self, index: int) -> Step:
+        """Step ``index`` whole."""
+        return get_step(self.db, self.trajectory_id, index)
+
+    def step_head(self, index: int) -> tuple[Step, int]:
+        """Step ``index`` with a long content cut to its head, and the content's full length."""
+        return get_step_head(self.db, self.trajectory_id, index)
+
+    def search(self, text: str, limit: int = 1000) -> list[SearchHit]:
+        """Steps of this trajectory whose content holds every word of ``text``, best first."""
+        return search_steps(self.db, text, self.trajectory_id, limit)
 
     def labels(self) -> dict[str, Label]:
         """The annotator's current label (present or absent) per mode id."""
@@ -313,45 +333,3 @@ class AnnotationSession:
         now = monotonic()
         spent, self._started = now - self._started, now
         return spent
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    """A mode two annotators see differently: different verdicts, or the same verdict at other onsets."""
-
-    mode_id: str
-    kind: Literal["verdict", "onset"]
-    left: Label | None
-    right: Label | None
-
-    @property
-    def onsets(self) -> tuple[int | None, int | None]:
-        return (
-            self.left.onset_step if self.left else None,
-            self.right.onset_step if self.right else None,
-        )
-
-
-def disagreements(db: Database, trajectory_id: str, left: str, right: str, taxonomy: Taxonomy) -> list[Disagreement]:
-    """Modes on which ``left`` and ``right`` disagree for one trajectory, in codebook order.
-
-    No label counts as "not present", so a tag facing silence is a verdict disagreement. Onsets
-    are compared only when both sides give one (datasets labelled per trace carry none).
-    """
-    current = label_store.current_labels(db, trajectory_id)
-    by = {(lab.annotator, lab.mode_id): lab for lab in current}
-    out: list[Disagreement] = []
-    for mode_id in taxonomy.mode_ids:
-        a, b = by.get((left, mode_id)), by.get((right, mode_id))
-        a_present = a is not None and a.verdict == "present"
-        b_present = b is not None and b.verdict == "present"
-        if a_present != b_present:
-            out.append(Disagreement(mode_id, "verdict", a, b))
-        elif a_present and None not in (a.onset_step, b.onset_step) and a.onset_step != b.onset_step:
-            out.append(Disagreement(mode_id, "onset", a, b))
-    return out
-
-
-def annotators_of(db: Database, trajectory_id: str) -> list[str]:
-    """Everyone (people and runs) with a current label on the trajectory."""
-    return sorted({lab.annotator for lab in label_store.current_labels(db, trajectory_id)})
