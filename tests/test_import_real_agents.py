@@ -232,6 +232,8 @@ def test_tau_bench_few_shot_conversations():
     call = next(s for s in first.steps if s.kind == "tool_call")
     assert call.tool_name is None and first.steps[call.link].content == "Error: user not found"
     assert not any(s.content == "None" for r in recs for s in r.trajectory.steps)
+    results = [s for r in recs for s in r.trajectory.steps if s.kind == "tool_result"]
+    assert results and all(s.link is not None for s in results)  # a call with text before its result, too
 
 
 # ---------------------------------------------------------------- Stirrup

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text
 from annotator.importers.reading import load_json
@@ -102,6 +102,11 @@ class GeminiCLI(Importer):
             "projectHash" in head.keys("") or head.scalars.get("messages.item.type") in ("user", "gemini"))
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        with record_values(path):
+            item = self._record(path, opts)
+        yield item
+
+    def _record(self, path: Path, opts: ImportOptions) -> ImportedRecord:
         raw = path.read_bytes()
         data = load_json(path, raw)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
@@ -128,4 +133,4 @@ class GeminiCLI(Importer):
             raw=raw,
             steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)
+        return ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)

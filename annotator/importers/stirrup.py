@@ -29,12 +29,12 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.itbench import grade
 from annotator.importers.media import base64_size, placeholder
 from annotator.importers.reading import load_json
-from annotator.importers.steps import StepList, as_int, fingerprint, obj, parse_json_maybe, seq, str_or_none, plain
+from annotator.importers.steps import StepList, as_int, fingerprint, obj, parse_json_maybe, plain, seq, str_or_none
 from annotator.models import HIDDEN, Trajectory
 
 AGENT = "agent"
@@ -186,6 +186,11 @@ class Stirrup(Importer):
         return "role" in inner and bool({"finish_params", "run_metadata"} & keys)
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
+        with record_values(path):
+            item = self._record(path, opts)
+        yield item
+
+    def _record(self, path: Path, opts: ImportOptions) -> ImportedRecord:
         raw = path.read_bytes()
         groups, saved = _groups(load_json(path, raw))
         if not groups or not all(isinstance(g, list) for g in groups):
@@ -232,7 +237,7 @@ class Stirrup(Importer):
             raw=raw,
             steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), ledger=run.out.ledger)
+        return ImportedRecord(trajectory=finish(traj, opts), ledger=run.out.ledger)
 
 
 def _diagnosis(path: Path, finish_params: dict | None) -> dict | None:

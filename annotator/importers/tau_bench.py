@@ -15,8 +15,9 @@ the published ``historical_trajectories/<model>-<domain>.json``.
 
 The few-shot data (``few_shot_data/*.jsonl``) keeps each conversation as one text,
 ``messages_display``: ``user: …``, ``assistant: …``, ``tool: …`` turns, an assistant turn
-``None`` standing for a tool call whose name and arguments the text does not record. Each
-line is a trajectory; such a call is a tool call without a name, linked to the result after it.
+``None`` standing for a tool call whose name and arguments the text does not record (a ``tool``
+turn right after assistant text: that turn also called a tool). Each line is a trajectory; such
+a call is a tool call without a name, linked to the result after it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
 from annotator.importers.chat import chat_steps
 from annotator.importers.detect import Head, read_head
 from annotator.importers.reading import iter_jsonl, iter_records
@@ -44,6 +45,7 @@ _RESULT_NAME = re.compile(
 )
 #: The published ``historical_trajectories/<model>-<domain>.json``.
 _HISTORICAL_NAME = re.compile(r"^(?P<model>.+)-(?P<domain>airline|retail|telecom)$")
+_UNRECORDED_CALL = "[tool call: name and arguments not recorded]"
 _DISPLAY_TURN = re.compile(r"^(?P<role>user|assistant|tool|system): ?", re.M)
 
 
@@ -63,8 +65,12 @@ def display_steps(text: str) -> list[Step]:
         role, body, sid = m["role"], text[m.end():end].rstrip("\n"), f"turn[{n}]"
         if role == "assistant" and body.strip() == "None":
             pending = out.add(id=sid, kind="tool_call", role=role, agent="assistant", call_id=sid,
-                              content="[tool call: name and arguments not recorded]")
+                              content=_UNRECORDED_CALL)
         elif role == "tool":
+            if pending is None and out.steps and out.steps[-1].role == "assistant":
+                # the assistant spoke and called a tool in one turn: the text shows only what it said
+                pending = out.add(id=f"{sid}.call", kind="tool_call", role="assistant", agent="assistant",
+                                  call_id=f"{sid}.call", content=_UNRECORDED_CALL)
             out.add(id=sid, kind="tool_result", role=role, agent="environment", content=body,
                     call_id=pending.call_id if pending else None)
             pending = None
@@ -89,10 +95,15 @@ class TauBench(Importer):
             yield from self._display(path, opts)
             return
         name = _RESULT_NAME.match(path.stem) or _HISTORICAL_NAME.match(path.stem)
+        n = 0
         for n, rec in iter_records(path):
             if not isinstance(rec, dict) or "traj" not in rec:
                 raise ImportFailure(str(path), "not a tau-bench result (needs 'traj')", where=f"record {n}")
-            yield self._result(path, n, rec, name, opts)
+            with record_values(path, f"record {n}"):
+                item = self._result(path, n, rec, name, opts)
+            yield item
+        if n == 0:
+            raise ImportFailure(str(path), "no tau-bench result records")
 
     def _result(self, path: Path, n: int, rec: dict, name: re.Match[str] | None,
                 opts: ImportOptions) -> ImportedRecord:
@@ -136,6 +147,7 @@ class TauBench(Importer):
 
     def _display(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         skipped = opts.extra.setdefault("skipped_lines", [])
+        lineno = 0
         for lineno, line in iter_jsonl(path, opts, skipped):
             text = obj(line).get("messages_display")
             if not isinstance(text, str):
@@ -159,3 +171,5 @@ class TauBench(Importer):
             ledger = Ledger()
             ledger.mapped()
             yield ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
+        if lineno == 0:
+            raise ImportFailure(str(path), "no messages_display lines")
