@@ -9,7 +9,7 @@ the file) and reads the file as a stream of :class:`ImportedRecord` s, raising
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,6 +212,14 @@ def record_values(path: Path, where: str | None = None) -> Iterator[None]:
         yield
     except ValidationError as exc:
         raise invalid_value(path, exc, where) from exc
+
+
+def one_record(path: Path, build: Callable[[], ImportedRecord]) -> Iterator[ImportedRecord]:
+    """The one record of a file that holds one trajectory, built by ``build``; a value of the
+    wrong type in the file is an ImportFailure (see :func:`record_values`)."""
+    with record_values(path):
+        item = build()
+    yield item
 
 
 def invalid_value(path: Path, exc: ValidationError, where: str | None = None) -> ImportFailure:

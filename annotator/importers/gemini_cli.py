@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text
 from annotator.importers.reading import load_json
@@ -102,9 +102,7 @@ class GeminiCLI(Importer):
             "projectHash" in head.keys("") or head.scalars.get("messages.item.type") in ("user", "gemini"))
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        with record_values(path):
-            item = self._record(path, opts)
-        yield item
+        return one_record(path, lambda: self._record(path, opts))
 
     def _record(self, path: Path, opts: ImportOptions) -> ImportedRecord:
         raw = path.read_bytes()

@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.itbench import grade
 from annotator.importers.media import base64_size, placeholder
@@ -186,9 +186,7 @@ class Stirrup(Importer):
         return "role" in inner and bool({"finish_params", "run_metadata"} & keys)
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        with record_values(path):
-            item = self._record(path, opts)
-        yield item
+        return one_record(path, lambda: self._record(path, opts))
 
     def _record(self, path: Path, opts: ImportOptions) -> ImportedRecord:
         raw = path.read_bytes()
