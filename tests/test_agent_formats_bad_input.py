@@ -14,7 +14,7 @@ import pytest
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions, registry
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.store.trajectories import list_trajectories
 
 FORMATS = Path(__file__).resolve().parents[2] / "shared" / "data" / "formats"

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from annotator.importers.base import ImportOptions, registry
-from annotator.importers.service import import_file, import_paths
+from annotator.importers.importing import import_file, import_paths
 from annotator.store.trajectories import get_trajectory, list_trajectories
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_subagents"

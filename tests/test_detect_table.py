@@ -49,8 +49,6 @@ REAL_WORLD = {
     "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
     "tau_bench_airline_few_shot.jsonl": "tau_bench",
 }
-#: Real-world files today's detection does not yet place; each entry is removed with the fix.
-NOT_YET_DETECTED = {"openhands_v1_conversation"}
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
 FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code", "chatdev": "text_log",
@@ -66,16 +64,7 @@ def test_the_table_covers_the_samples():
         "swe_agent", "who_and_when", "mad_human", "gemini_cli", "tau_bench", "stirrup", "text_log", None}
 
 
-def _marks(path: Path) -> list:
-    """Strict xfail for a real-world file whose detection is not fixed yet."""
-    parts = path.parts
-    if "real_world" in parts and parts[parts.index("real_world") + 1] in NOT_YET_DETECTED:
-        return [pytest.mark.xfail(strict=True, reason="not detected yet")]
-    return []
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_marks(p)) for p in FILES],
-                         ids=[str(p.relative_to(p.parents[2])) for p in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[2])) for p in FILES])
 def test_detection(path: Path):
     want = expected_format(path)
     if want is None:

@@ -87,6 +87,15 @@ def test_only_annotator_is_a_package():
     assert (ROOT / "annotator" / "taxonomy" / "__init__.py").is_file()
 
 
+#: Module names that say how or for whom rather than what a module holds.
+VAGUE_MODULE_NAMES = {"service", "bulk", "utils", "util", "helpers", "misc", "common"}
+
+
+def test_modules_are_named_by_what_they_hold():
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p.stem in VAGUE_MODULE_NAMES]
+    assert offenders == []
+
+
 def test_core_never_imports_front_ends():
     """Nothing below the front ends imports the CLI or the TUI (data flows one way)."""
     offenders = []
@@ -112,3 +121,32 @@ def test_cli_help_does_not_import_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Full dotted names of the absolute imports of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_report_does_not_import_importers():
+    """Reports read the store; what an importer knows that a report needs lives below both."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "annotator" / "report").rglob("*.py"))
+        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _module_imports(p))
+    ]
+    assert offenders == []
+
+
+def test_source_names_are_spelled_in_one_module():
+    """The ``run:`` grammar of label source names lives in annotator/label_sources.py alone."""
+    home = ROOT / "annotator" / "label_sources.py"
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p != home and '"run:' in p.read_text(encoding="utf-8")]
+    assert offenders == []

@@ -173,7 +173,7 @@ def test_claude_code_summary_is_title_and_results_pair():
 
 
 def test_reimport_is_a_no_op(db):
-    from annotator.importers.service import import_paths
+    from annotator.importers.importing import import_paths
 
     itbench = Path(__file__).parent / "fixtures" / "itbench_run"
     first = import_paths(db, [FORMATS, itbench])

@@ -9,7 +9,7 @@ import pytest
 
 from annotator.importers.base import ImportOptions
 from annotator.importers.detect import detect
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.models import HIDDEN
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories

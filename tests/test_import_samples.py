@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.models import HIDDEN
 from annotator.store.attributions import attributions
 from annotator.store.labels import current_labels

@@ -23,6 +23,7 @@ from typing import Literal
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, NotFound
+from annotator.label_sources import is_run
 from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, Step, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
@@ -34,8 +35,6 @@ from annotator.store.steps import get_step, step_previews
 from annotator.store.trajectories import get_summary
 from annotator.taxonomy import Taxonomy
 from annotator.views import SearchHit, StepPreview, TrajectorySummary
-
-RUN_PREFIX = "run:"
 
 
 class NothingToUndo(AnnotatorError):
@@ -53,11 +52,6 @@ class AlreadyDecided(AnnotatorError):
 def default_annotator() -> str:
     """Who is annotating when no name is given: ``MAST_ANNOTATOR``, else the OS user name."""
     return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
-
-
-def is_run_annotator(annotator: str) -> bool:
-    """Whether labels under this name come from a pre-labelling run rather than a person."""
-    return annotator.startswith(RUN_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -99,7 +93,7 @@ ActionKind = Literal["tagged", "moved", "untagged"]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ToggleResult:
     """What a toggle did, for the front end to say so."""
 
     kind: ActionKind
@@ -165,7 +159,7 @@ class AnnotationSession:
     def _others(self, current: list[Label]) -> dict[str, list[Label]]:
         out: dict[str, list[Label]] = {}
         for lab in current:
-            if lab.annotator != self.annotator and not is_run_annotator(lab.annotator):
+            if lab.annotator != self.annotator and not is_run(lab.annotator):
                 out.setdefault(lab.mode_id, []).append(lab)
         return out
 
@@ -182,7 +176,7 @@ class AnnotationSession:
         known_runs: dict[int, LabelRun | None] = {}
         out: dict[str, list[Suggestion]] = {}
         for lab in current:
-            if not is_run_annotator(lab.annotator) or lab.verdict != "present":
+            if not is_run(lab.annotator) or lab.verdict != "present":
                 continue
             run = None
             if lab.run_id is not None:
@@ -208,7 +202,7 @@ class AnnotationSession:
 
     # ---- writing
 
-    def toggle(self, mode_id: str, step: int) -> Outcome:
+    def toggle(self, mode_id: str, step: int) -> ToggleResult:
         """Tag ``mode_id`` with onset ``step``; move the onset if tagged elsewhere; clear if tagged here."""
         self.taxonomy.mode(mode_id)
         current = self.labels().get(mode_id)
@@ -223,7 +217,7 @@ class AnnotationSession:
             kind = "tagged"
             new = self._label(mode_id, verdict="present", onset_step=step)
         self._commit(f"{kind} {mode_id} at step {step}", [new])
-        return Outcome(kind, mode_id, step)
+        return ToggleResult(kind, mode_id, step)
 
     def toggle_evidence(self, mode_id: str, step: int) -> bool:
         """Add ``step`` to the mode's evidence steps, or remove it; True when it was added."""

@@ -34,12 +34,11 @@ from annotator.importers.base import (
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
 from annotator.importers.log_splitters import Split, split_evaluation, split_log
+from annotator.label_sources import HUMAN_SET
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
 LLM_ANNOTATOR = "mad-llm"
 HUMAN_ANNOTATORS = ("annotator_1", "annotator_2", "annotator_3")
-#: ``extra.source`` of the human annotators' labels: how reports tell them from the judge's.
-HUMAN_SET = "mad-human"
 
 #: Early-round codes -> final MAST ids, by round. None = dropped or disputed: kept unmapped.
 ROUND_1 = {

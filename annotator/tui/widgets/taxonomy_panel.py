@@ -16,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from annotator.annotating.session import Suggestion
+from annotator.label_sources import parse
 from annotator.models import Attribution, Label
 from annotator.taxonomy import Taxonomy
 from annotator.text import inert, one_line
@@ -50,7 +51,7 @@ def _own(label: Label | None) -> Text:
 
 
 def _suggestion(s: Suggestion) -> Text:
-    run = inert(s.label.annotator.removeprefix("run:"))
+    run = parse(s.label.annotator).run_id
     kind = s.run.kind if s.run else s.label.provenance
     out = Text(f"    ◇ run {run} {kind}", style="#d7afff")
     if s.label.confidence is not None:
