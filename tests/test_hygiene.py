@@ -1,6 +1,6 @@
 """The floors of the house stay apart: textual only in the TUI, openai only in labelling/llm.py,
-the TUI reaches the store only through the annotation core, and the plain views and the text
-guard sit below the store."""
+the TUI reaches the store only through the annotation core, the plain views and the text guard
+sit below the store, reports do not import importers, and modules are named by what they hold."""
 
 from __future__ import annotations
 
@@ -9,17 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "annotator").rglob("*.py"))
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 def _imported_names(path: Path) -> set[str]:
@@ -32,6 +21,11 @@ def _imported_names(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level packages a module imports."""
+    return {name.split(".")[0] for name in _imported_names(path)}
 
 
 def test_sources_found():
@@ -123,24 +117,12 @@ def test_cli_help_does_not_import_heavy_modules():
     assert out.stdout.strip() == ""
 
 
-def _module_imports(path: Path) -> set[str]:
-    """Full dotted names of the absolute imports of a module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
 def test_report_does_not_import_importers():
     """Reports read the store; what an importer knows that a report needs lives below both."""
     offenders = [
         str(p.relative_to(ROOT))
         for p in sorted((ROOT / "annotator" / "report").rglob("*.py"))
-        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _module_imports(p))
+        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _imported_names(p))
     ]
     assert offenders == []
 
