@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from annotator.importers.base import ImportedRecord, ImportOptions
-from annotator.importers.detect import detect
+from annotator.importers.registry import detect
 from annotator.models import HIDDEN
 
 ROOT = Path(__file__).resolve().parents[1]

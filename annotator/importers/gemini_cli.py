@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text
 from annotator.importers.reading import load_json
@@ -90,7 +90,6 @@ def _message(out: StepList, i: int, msg: dict) -> None:
         out.steps[first].tokens_out = as_int(tokens.get("output"))
 
 
-@register
 class GeminiCLI(Importer):
     name = "gemini_cli"
     description = "Gemini CLI session file (~/.gemini/tmp/<project>/chats/session-*.json)"

@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.itbench import grade
 from annotator.importers.media import base64_size, placeholder
@@ -168,7 +168,6 @@ def _task_context(group: list) -> list:
     return head
 
 
-@register
 class Stirrup(Importer):
     name = "stirrup"
     description = "Stirrup run history saved as JSON (groups of messages), or its resume cache state.json"

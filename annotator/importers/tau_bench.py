@@ -30,7 +30,7 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, stable_id
 from annotator.importers.chat import chat_steps
 from annotator.importers.detect import Head, read_head
 from annotator.importers.reading import iter_jsonl, iter_records
@@ -79,7 +79,6 @@ def display_steps(text: str) -> list[Step]:
     return out.steps
 
 
-@register
 class TauBench(Importer):
     name = "tau_bench"
     description = "tau-bench result file ([{task_id, reward, info, traj, trial}]) or few-shot messages_display JSONL"
