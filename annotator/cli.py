@@ -48,7 +48,7 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
         except AnnotatorError as exc:
             _fail(str(exc))
         except sqlite3.DatabaseError as exc:
-            _fail(database_trouble(click.get_current_context().obj.get("db"), exc))
+            _fail(database_trouble(_settings(click.get_current_context()).db, exc))
 
     return wrapper
 

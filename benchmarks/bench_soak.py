@@ -90,6 +90,15 @@ def tag_rows(db_path: Path, names: list[str]) -> dict[str, int]:
     return {n: rows.get(n, 0) for n in names}
 
 
+def watcher_count(db_path: Path, sql: str) -> int:
+    from annotator.store import open_db
+
+    db = open_db(db_path)
+    n = db.execute(sql).fetchone()[0]
+    db.close()
+    return n
+
+
 def phase(db_path: Path, ids: list[str], names: list[str], seconds: float, tmp: Path, label: str) -> dict:
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=annotator, args=(str(db_path), n, ids, seconds, str(tmp / f"{label}-{n}.json")))
@@ -174,6 +183,7 @@ def main() -> int:
         seen_counts.add(len(list_trajectories(watcher)))
         watcher.close()
         rows = tag_rows(db_path, names)
+        rule_labels = watcher_count(db_path, "SELECT count(*) FROM labels WHERE provenance = 'rules'")
 
     confirmed = len(floor) + len(loaded)
     stored = sum(rows.values())
@@ -188,7 +198,8 @@ def main() -> int:
           f" p99 {pct(loaded, .99) / max(pct(floor, .99), 1e-9):.1f}x the floor's")
     print(f"import: {'exit ' + str(importer.returncode)} after {import_s if import_s is not None else float('nan'):.1f} s"
           f" ({out.strip() or err.strip()[-200:]}); seen whole or not at all: {whole}")
-    print(f"rule runs finished: {rule_runs}, failed: {len(rule_failures)}")
+    print(f"rule runs finished: {rule_runs}, failed: {len(rule_failures)}; rule labels written: {rule_labels}"
+          " (the run still going at the end is cut off)")
     for why in (refused + rule_failures)[:5]:
         print("  " + why)
     ok = not refused and lost == 0 and pct(loaded, .99) < 1.0 and whole and importer.returncode == 0 and not rule_failures
