@@ -24,6 +24,11 @@ turn failed while a command ran) is kept as its call, marked incomplete. ``turn.
 usage is summed into the metadata; ``turn.failed`` makes the outcome a failure and is kept as
 an error step. The file holds one stream; a resumed run appended to it (same ``thread_id``)
 continues the same trajectory, another thread starts a new one.
+
+A saved stream often holds lines that are not Codex's events: stderr redirected into it
+(``Reading prompt from stdin...``) or a JSON header a wrapper wrote first. A text line, or a
+JSON object that is no event (no ``type``), is left out and counted as a foreign line; a line
+that starts like JSON and does not parse is still a malformed line.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
-from annotator.importers.detect import Head
+from annotator.importers.detect import JSONL_LINES, Head
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
@@ -167,6 +174,7 @@ class _Reader:
         self.path = path
         self.threads: dict[str, _Thread] = {}
         self.current: _Thread | None = None
+        self.foreign: list[int] = []  # numbers of lines that are not Codex events
 
     def thread(self) -> _Thread:
         if self.current is None:  # a stream cut before its thread.started line
@@ -176,6 +184,9 @@ class _Reader:
     def line(self, lineno: int, rec: object) -> None:
         if not isinstance(rec, dict):
             raise ImportFailure(str(self.path), "expected a JSON object", where=f"line {lineno}")
+        if "type" not in rec:  # a wrapper's header or another tool's output: not an event
+            self.foreign.append(lineno)
+            return
         etype = str_or_none(rec.get("type"))
         if etype == "thread.started":
             tid = str_or_none(rec.get("thread_id")) or ""
@@ -261,10 +272,35 @@ def _steps(t: _Thread) -> tuple[StepList, int]:
     return out, incomplete
 
 
+def _json_lines_of(head: Head) -> list[object]:
+    """The JSON lines of a head: all of a JSON Lines head; of a text head, the lines that parse
+    (a stream whose first lines are stderr text)."""
+    if head.kind == "jsonl":
+        return head.lines
+    if head.kind != "text":
+        return []
+    parsed = []
+    for line in head.text.splitlines()[:JSONL_LINES]:
+        if line.lstrip().startswith("{"):
+            try:
+                parsed.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return parsed
+
+
+def without_text_lines(raw: bytes) -> tuple[bytes, list[int]]:
+    """``raw`` with every line that is plain text (not JSON: it does not start with ``{`` or
+    ``[``) blanked, numbering kept; and those lines' numbers."""
+    lines = raw.split(b"\n")
+    foreign = [i for i, line in enumerate(lines, start=1) if line.strip() and line.lstrip()[:1] not in (b"{", b"[")]
+    for i in foreign:
+        lines[i - 1] = b""
+    return b"\n".join(lines), foreign
+
+
 def is_exec_stream(head: Head) -> bool:
-    if head.kind != "jsonl":
-        return False
-    for line in head.lines[:5]:
+    for line in _json_lines_of(head)[:5]:
         if not isinstance(line, dict):
             continue
         etype = line.get("type")
@@ -288,8 +324,10 @@ class CodexExec(Importer):
         reader = _Reader(path)
         skipped = opts.extra.setdefault("skipped_lines", [])
         raw = path.read_bytes()
-        for lineno, rec in iter_jsonl(path, opts, skipped, raw):
+        events, text_lines = without_text_lines(raw)
+        for lineno, rec in iter_jsonl(path, opts, skipped, events):
             reader.line(lineno, rec)
+        foreign = sorted(text_lines + reader.foreign)
         if not reader.threads:
             raise ImportFailure(str(path), "nothing to import: no codex exec events found")
         for t in reader.threads.values():
@@ -301,6 +339,10 @@ class CodexExec(Importer):
             if t.failures:
                 meta[HIDDEN] = {"turn_failed": t.failures}
             warnings = out.warnings()
+            if foreign:
+                warnings.append(f"{len(foreign)} line(s) that are not codex exec events left out: "
+                                f"line {', '.join(map(str, foreign[:10]))}{' ...' if len(foreign) > 10 else ''}")
+                foreign = []  # said once, with the first trajectory of the file
             if incomplete:
                 warnings.append(f"{incomplete} item(s) started but never completed kept as incomplete calls")
             thread = t.thread_id or path.stem
