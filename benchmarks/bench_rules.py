@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sklearn.metrics import confusion_matrix
 
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.store import open_db
 from annotator.store.labels import current_labels

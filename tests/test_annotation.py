@@ -177,7 +177,7 @@ def test_queue_filters_progress_and_next_unfinished(db):
     assert work.queue(db, "alice", search="absentword") == []
     assert work.next_unfinished(rows).summary.id == "b"
     assert work.next_unfinished(rows, after="b").summary.id == "c"
-    assert work.progress(db, "alice") == work.Progress(done=1, in_progress=0, total=3)
+    assert work.progress(db, "alice") == work.AnnotatorProgress(done=1, in_progress=0, total=3)
     review.set_review(db, "b", "alice", "in_progress")
     review.set_review(db, "c", "bob", "done")
-    assert work.progress(db, "alice") == work.Progress(done=1, in_progress=1, total=3)
+    assert work.progress(db, "alice") == work.AnnotatorProgress(done=1, in_progress=1, total=3)

@@ -87,6 +87,15 @@ def test_only_annotator_is_a_package():
     assert (ROOT / "annotator" / "taxonomy" / "__init__.py").is_file()
 
 
+#: Module names that say how or for whom rather than what a module holds.
+VAGUE_MODULE_NAMES = {"service", "bulk", "utils", "util", "helpers", "misc", "common"}
+
+
+def test_modules_are_named_by_what_they_hold():
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p.stem in VAGUE_MODULE_NAMES]
+    assert offenders == []
+
+
 def test_core_never_imports_front_ends():
     """Nothing below the front ends imports the CLI or the TUI (data flows one way)."""
     offenders = []

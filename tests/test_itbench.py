@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from annotator.cli import main
 from annotator.importers.base import ImportOptions
+from annotator.importers.importing import expand_paths, import_file, import_paths
 from annotator.importers.itbench import load_ground_truth, score_diagnosis, submitted_entities
-from annotator.importers.service import expand_paths, import_file, import_paths
 from annotator.models import HIDDEN
 from annotator.store.trajectories import get_trajectory
 
@@ -87,7 +87,8 @@ def test_import_scored_against_ground_truth(db):
     # Incident 102: diagnosis only, both root causes found.
     assert [s.kind for s in t102.steps] == ["system", "final_answer"]
     assert (t102.outcome, t102.score, t102.benchmark) == ("success", 1.0, "ITBench-SRE")
-    assert summary.files[2].warnings == ["no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported"]
+    assert summary.files[2].warnings == ["no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported",
+                                         "trajectory without a task"]
     assert len({t11.id, t12.id, t102.id}) == 3
 
 

@@ -9,7 +9,7 @@ import orjson
 
 from annotator.importers.base import ImportOptions, registry
 from annotator.importers.detect import detect, dir_importer
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 

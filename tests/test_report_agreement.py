@@ -10,7 +10,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotator.errors import ReportError
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.models import Label
 from annotator.report import agreement as ag
 from annotator.report import gwet

@@ -10,7 +10,7 @@ import pytest
 from report_data import MODES, add_trajectory, known_prevalence_db, label_all
 
 from annotator.errors import NotFound, ReportError
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.models import Label
 from annotator.report import export
 from annotator.report.document import build_report

@@ -134,7 +134,7 @@ def test_prevalence_homogeneity_by_system(known_db):
 
 
 def test_first_onset_against_who_and_when_attributions(db, shared_data):
-    from annotator.importers.service import import_paths
+    from annotator.importers.importing import import_paths
     from annotator.store.attributions import attributions
     from annotator.store.steps import get_step
 

@@ -53,6 +53,6 @@ def disagreements(db: Database, trajectory_id: str, left: str, right: str, taxon
     return out
 
 
-def annotators_of(db: Database, trajectory_id: str) -> list[str]:
+def labelled_by(db: Database, trajectory_id: str) -> list[str]:
     """Everyone (people and runs) with a current label on the trajectory."""
     return sorted({lab.annotator for lab in label_store.current_labels(db, trajectory_id)})

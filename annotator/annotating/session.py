@@ -93,7 +93,7 @@ ActionKind = Literal["tagged", "moved", "untagged"]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ToggleResult:
     """What a toggle did, for the front end to say so."""
 
     kind: ActionKind
@@ -202,7 +202,7 @@ class AnnotationSession:
 
     # ---- writing
 
-    def toggle(self, mode_id: str, step: int) -> Outcome:
+    def toggle(self, mode_id: str, step: int) -> ToggleResult:
         """Tag ``mode_id`` with onset ``step``; move the onset if tagged elsewhere; clear if tagged here."""
         self.taxonomy.mode(mode_id)
         current = self.labels().get(mode_id)
@@ -217,7 +217,7 @@ class AnnotationSession:
             kind = "tagged"
             new = self._label(mode_id, verdict="present", onset_step=step)
         self._commit(f"{kind} {mode_id} at step {step}", [new])
-        return Outcome(kind, mode_id, step)
+        return ToggleResult(kind, mode_id, step)
 
     def toggle_evidence(self, mode_id: str, step: int) -> bool:
         """Add ``step`` to the mode's evidence steps, or remove it; True when it was added."""

@@ -184,4 +184,4 @@ class CodexCLI(Importer):
             raw=raw,
             steps=r.steps.require(path, "response items"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=r.steps.warnings())
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=r.steps.ledger)

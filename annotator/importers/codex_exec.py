@@ -338,13 +338,10 @@ class CodexExec(Importer):
             meta: dict = {"thread_id": t.thread_id or None, "turns": t.turns, "usage": t.usage}
             if t.failures:
                 meta[HIDDEN] = {"turn_failed": t.failures}
-            warnings = out.warnings()
-            if foreign:
-                warnings.append(f"{len(foreign)} line(s) that are not codex exec events left out: "
-                                f"line {', '.join(map(str, foreign[:10]))}{' ...' if len(foreign) > 10 else ''}")
-                foreign = []  # said once, with the first trajectory of the file
-            if incomplete:
-                warnings.append(f"{incomplete} item(s) started but never completed kept as incomplete calls")
+            if foreign:  # said once, with the first trajectory of the file
+                out.ledger.dropped("not a codex exec event (stderr text, a header)", len(foreign))
+                foreign = []
+            out.ledger.warn("incomplete", "item started but never completed kept as an incomplete call", incomplete)
             thread = t.thread_id or path.stem
             traj = Trajectory(
                 id=stable_id(self.name, thread, path.name),
@@ -358,4 +355,4 @@ class CodexExec(Importer):
                 raw=raw,
                 steps=steps,
             )
-            yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+            yield ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)

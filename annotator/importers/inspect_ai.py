@@ -253,7 +253,7 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
         raw=orjson.dumps(sample, default=str),
         steps=builder.out.steps,
     )
-    return ImportedRecord(trajectory=finish(traj, opts), warnings=builder.out.warnings())
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=builder.out.ledger)
 
 
 def _zip_json(path: Path, zf: zipfile.ZipFile, member: str, opts: ImportOptions) -> object:

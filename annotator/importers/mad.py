@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -173,25 +174,27 @@ class MadFull(Importer):
             task=meta.pop("task", None), outcome=outcome_of(hidden), metadata=meta,
             raw=orjson.dumps(rec), steps=steps,
         ), opts)
-        labels, warnings = self._labels(traj.id, rec["mast_annotation"], path, where)
-        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+        ledger = Ledger()
+        ledger.mapped()  # the record is the trajectory
+        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger)
+        return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod
-    def _labels(traj_id: str, annotation: object, path: Path, where: str) -> tuple[list[Label], list[str]]:
+    def _labels(traj_id: str, annotation: object, path: Path, where: str, ledger: Ledger) -> list[Label]:
         if not isinstance(annotation, dict):
             raise ImportFailure(str(path), "'mast_annotation' must be an object", where=where)
-        labels, warnings = [], []
+        labels = []
         for code, value in annotation.items():
             mode = FINAL.get(str(code).strip().removeprefix("FM-"))
             if mode is None:
-                warnings.append(f"{where}: unknown MAST code {code!r} kept in the raw record only")
+                ledger.warn("label", f"{where}: unknown MAST code {code!r} kept in the raw record only")
                 continue
             verdict = "present" if value in (1, True, "1", "yes") else "absent" if value in (0, False, "0", "no") else "unknown"
             labels.append(Label(trajectory_id=traj_id, mode_id=mode, annotator=LLM_ANNOTATOR, verdict=verdict,
                                 provenance="imported",
                                 extra={"source": "mad", "code": code, "value": value,
                                        **({"verification_ambiguous": True} if mode in ("FM-3.2", "FM-3.3") else {})}))
-        return labels, warnings
+        return labels
 
 
 @register
@@ -229,9 +232,12 @@ class MadHuman(Importer):
             system=system, benchmark=benchmark, task=meta.pop("task", None),
             outcome=outcome_of(hidden), metadata=meta, raw=orjson.dumps(rec), steps=steps,
         ), opts)
-        warnings = [f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
-                    " kept unmapped" for u in unmapped]
-        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+        ledger = Ledger()
+        ledger.mapped()  # the record is the trajectory
+        for u in unmapped:
+            ledger.warn("label", f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
+                                 " kept unmapped")
+        return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod
     def _labels(traj_id: str, annotations: object, table: dict, mapping_name: str, path: Path,

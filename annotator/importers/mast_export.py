@@ -21,7 +21,7 @@ from annotator.importers.base import ImportedRecord, Importer, ImportOptions, in
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
 from annotator.models import LABEL_EXPORT_FORMAT, Label, Trajectory
-from annotator.store.bulk import LABEL_FIELDS
+from annotator.store.report_tables import LABEL_FIELDS
 from annotator.store.steps import STUB_HASH
 
 _REQUIRED = ("trajectory_id", "source", "mode_id", "verdict", "provenance")
@@ -81,6 +81,7 @@ class MastExport(Importer):
                     if done is not None:
                         yield done
                 current.labels.append(_label(row))
+                current.ledger.mapped()  # the row is a label
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:

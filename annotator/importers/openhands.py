@@ -192,7 +192,7 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
         raw=raw,
         steps=out.require(path, "events"),
     )
-    return ImportedRecord(trajectory=finish(traj, opts), warnings=out.warnings())
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)
 
 
 def _is_record(first: object) -> bool:

@@ -224,7 +224,7 @@ class OpenHandsV1(Importer):
             raw=raw,
             steps=b.out.require(path, "events"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=b.out.warnings())
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)
 
     def _conversation(self, folder: Path, opts: ImportOptions) -> ImportedRecord:
         """The trajectory of a persisted conversation folder."""
@@ -255,4 +255,4 @@ class OpenHandsV1(Importer):
             raw=state_raw,
             steps=b.out.require(folder, "events"),
         )
-        return ImportedRecord(trajectory=finish(traj, opts), warnings=b.out.warnings())
+        return ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)

@@ -29,7 +29,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
 from annotator.label_sources import KINDS, SourceKind, classify, parse
-from annotator.store import bulk
+from annotator.store import report_tables
 from annotator.store.labels import annotators
 
 
@@ -67,11 +67,11 @@ def resolve(db: Database, name: str) -> Source:
     """What kind of source ``name`` is (one query at most); NotFound if no labels stand under it."""
     parsed = parse(name)
     if parsed.kind is SourceKind.CONSENSUS:
-        members = parsed.members or tuple(bulk.reviewers(db))
+        members = parsed.members or tuple(report_tables.reviewers(db))
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
         return Source(name, SourceKind.CONSENSUS, members, "majority of " + ", ".join(members))
-    facts = bulk.source_facts(db, parsed)
+    facts = report_tables.source_facts(db, parsed)
     kind = classify(parsed, facts)
     if kind is not SourceKind.PERSON and not facts.labelled:
         known = annotators(db)
@@ -102,7 +102,7 @@ def annotators_of(sources: list[Source]) -> list[str]:
 def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
     """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
     splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
-    return bulk.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
 
 
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
@@ -131,7 +131,7 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
     partial = ok & (total < k) & (n_absent > 0)
     if partial.any():
-        cells = bulk.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        cells = report_tables.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
         index = {m: j for j, m in enumerate(mode_ids)}
         cells = [(t, index[m]) for t, m in cells if m in index]
         if cells:
@@ -168,13 +168,13 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         known=(present | absent) & finished[:, None],
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
-        outside_codebook=bulk.labels_outside(db, source.name, mode_ids),
+        outside_codebook=report_tables.labels_outside(db, source.name, mode_ids),
     )
 
 
 def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
     status = np.full(len(ids), "not_started", dtype=object)
-    for st, tids in bulk.review_status_counts(db, name).items():
+    for st, tids in report_tables.review_status_counts(db, name).items():
         pos, ok = _rows_for(ids, tids)
         status[pos[ok]] = st
     finished = status == "done"

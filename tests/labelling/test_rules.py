@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.labelling.rules import (
     RulesLabeller,
     conversation_reset,

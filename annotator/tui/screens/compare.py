@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Select, Static
 
-from annotator.annotating.compare import Disagreement, annotators_of, disagreements
+from annotator.annotating.compare import Disagreement, disagreements, labelled_by
 from annotator.annotating.session import AnnotationSession
 from annotator.taxonomy import Taxonomy
 from annotator.text import inert
@@ -35,7 +35,7 @@ class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
     def __init__(self, session: AnnotationSession, taxonomy: Taxonomy) -> None:
         super().__init__()
         self.session, self.taxonomy = session, taxonomy
-        names = annotators_of(session.db, session.trajectory_id)
+        names = labelled_by(session.db, session.trajectory_id)
         self.names = sorted({session.annotator, *names})
         others = [n for n in self.names if n != session.annotator]
         self.left = session.annotator

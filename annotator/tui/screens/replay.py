@@ -241,13 +241,13 @@ class ReplayScreen(Screen[None]):
         if self.n_steps == 0:
             self._say("this trajectory has no steps to tag: D records every mode as absent")
             return
-        outcome = self._guard(self.session.toggle, mode_id, self.cursor)
-        if outcome is FAILED:
+        toggled = self._guard(self.session.toggle, mode_id, self.cursor)
+        if toggled is FAILED:
             return
         self.mode_cursor = self.taxonomy.mode_ids.index(mode_id)
         self._refresh_labels()
-        verb = {"tagged": "tagged", "moved": "moved onset of", "untagged": "untagged"}[outcome.kind]
-        self._say(f"{verb} {mode_id} at step {outcome.step} · u undoes")
+        verb = {"tagged": "tagged", "moved": "moved onset of", "untagged": "untagged"}[toggled.kind]
+        self._say(f"{verb} {mode_id} at step {toggled.step} · u undoes")
 
     def _cursor_mode(self) -> str:
         return self.taxonomy.modes[self.mode_cursor].id

@@ -1,7 +1,7 @@
 """Turning untrusted trajectory text into Rich renderables that can never act as markup.
 
 Everything shown from a trajectory goes through :func:`plain`: control characters are made
-visible by ``render.inert`` and the result is a ``rich.text.Text`` (never parsed as markup),
+visible by ``annotator.text.inert`` and the result is a ``rich.text.Text`` (never parsed as markup),
 so ``[@click=app.quit]`` or an ANSI escape in a step is displayed, not executed.
 """
 
