@@ -40,6 +40,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import JSONL_LINES, Head
 from annotator.importers.reading import iter_jsonl
@@ -76,6 +77,8 @@ class _Thread:
     turns: int = 0
     failures: list[str] = field(default_factory=list)
     started: object = None  # timestamp of thread.started, where the version writes one
+    #: What became of each of the thread's lines.
+    ledger: Ledger = field(default_factory=Ledger)
 
     def add(self, lineno: int, **fields) -> None:
         self.entries.append(_Entry(lineno=lineno, steps=[fields]))
@@ -192,10 +195,25 @@ class _Reader:
             tid = str_or_none(rec.get("thread_id")) or ""
             self.current = self.threads.setdefault(tid, _Thread(thread_id=tid))
             self.current.started = self.current.started or parse_time(rec.get("timestamp"))
+            self.current.ledger.mapped()
             return
         t = self.thread()
         if etype in _ITEM_EVENTS:
             self.item(t, lineno, etype, obj(rec.get("item")), plain(rec))
+            return
+        if etype in _QUIET_EVENTS:
+            t.ledger.dropped("progress")
+            return
+        if etype in ("turn.failed", "error"):
+            message = as_text(obj(rec.get("error") if etype == "turn.failed" else rec).get("message")) or compact(rec)
+            if etype == "turn.failed":
+                t.turns += 1
+                t.failures.append(message)
+            last = t.last_step()
+            if last.get("kind") == "error" and last.get("content") == message:  # the fatal error, repeated
+                t.ledger.folded("repeated error")
+                return
+            t.add(lineno, kind="error", agent=AGENT, content=message, raw=plain(rec), attributes={"event": etype})
         elif etype == "turn.completed":
             t.turns += 1
             usage = obj(rec.get("usage"))
@@ -203,23 +221,21 @@ class _Reader:
                 n = as_int(usage.get(key))
                 if n is not None:
                     t.usage[key] = t.usage.get(key, 0) + n
-        elif etype in ("turn.failed", "error"):
-            message = as_text(obj(rec.get("error") if etype == "turn.failed" else rec).get("message")) or compact(rec)
-            if etype == "turn.failed":
-                t.turns += 1
-                t.failures.append(message)
-            last = t.last_step()
-            if not (last.get("kind") == "error" and last.get("content") == message):  # the fatal error, repeated
-                t.add(lineno, kind="error", agent=AGENT, content=message, raw=plain(rec), attributes={"event": etype})
         elif etype == "request_user_input":
             questions = [as_text(obj(q).get("question")) for q in seq(rec.get("questions"))]
             t.add(lineno, kind="message", role="assistant", agent=AGENT, recipient="user",
                   content="\n".join(questions), raw=plain(rec))
-        elif etype not in _QUIET_EVENTS:
+        else:
             t.entries.append(_Entry(lineno=lineno, unknown=str(etype), raw=plain(rec)))
+        t.ledger.mapped()
 
     def item(self, t: _Thread, lineno: int, etype: str, item: dict, raw: object) -> None:
+        """An item event: the first one of an item is its place (mapped), later ones update it (folded)."""
         iid = str_or_none(item.get("id"))
+        if iid is not None and iid in t.running:
+            t.ledger.folded("item update")
+        else:
+            t.ledger.mapped()
         if etype != "item.completed":
             if iid is not None:  # keep the place where the item started, and its latest state
                 if iid not in t.running:
@@ -244,7 +260,7 @@ class _Reader:
 
 def _steps(t: _Thread) -> tuple[StepList, int]:
     """The thread's steps in order, results linked to their calls; and how many items never completed."""
-    out = StepList()
+    out = StepList(t.ledger)
     incomplete = 0
     for entry in t.entries:
         steps = entry.steps

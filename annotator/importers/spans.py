@@ -71,21 +71,23 @@ def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) ->
     """One trajectory per trace id, in the order the traces first appear.
 
     A collector export also holds traces of other instrumentation (HTTP, database spans);
-    traces without a single LLM, tool or agent step are left out and counted in a warning.
+    traces without a single LLM, tool or agent step are left out, their spans counted as dropped.
+    Within a trace, a span of no agent kind (an HTTP call, a framework wrapper) is dropped too.
     """
     spans = read_spans(path, opts)
     traces: dict[str, list[Span]] = defaultdict(list)
     for sp in spans:
         traces[sp.trace_id].append(sp)
     kinds = {id(sp): conv.kind(sp) for sp in spans}  # each span's kind, worked out once
-    records = []
+    records, left_out = [], 0
     for trace_id, members in traces.items():
         if any(kinds[id(s)] in (LLM, TOOL, AGENT, EVENT) for s in members):
             records.append(_trace_record(path, opts, fmt, conv, trace_id, members, kinds))
+        else:
+            left_out += len(members)
     if not records:
         raise ImportFailure(str(path), "nothing to import: no LLM, tool or agent spans found")
-    if len(records) < len(traces):
-        records[0].ledger.dropped("trace without LLM, tool or agent spans", len(traces) - len(records))
+    records[0].ledger.dropped("span of a trace without LLM, tool or agent spans", left_out)
     yield from records
 
 
@@ -93,6 +95,9 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
                   spans: list[Span], kinds: dict[int, str]) -> ImportedRecord:
     builder = _TraceBuilder(conv, spans, kinds)
     steps = builder.build()
+    other = sum(kinds[id(s)] == OTHER for s in spans)
+    steps.ledger.mapped(len(spans) - other)
+    steps.ledger.dropped("span of no agent kind (HTTP, framework wrapper, empty)", other)
     by_id = {s.span_id: s for s in spans}
     roots = [s for s in spans if s.parent_id not in by_id]
     root = min(roots, key=lambda s: s.start) if roots else spans[0]
