@@ -217,7 +217,7 @@ class _TraceBuilder:
         step = self.out.add(kind="event", role="agent", content=f"agent {name} starts", raw=plain(sp.raw),
                             **{**ctx, "agent": name}, **self._base(sp))
         self.anchor[sp.span_id] = step.index
-        ctx = self._context(sp)  # now under the agent's own step
+        ctx = {**ctx, "parent": step.index}  # the agent's own messages hang under its step
         for j, msg in enumerate(_clean(self.conv.input_messages(sp))):
             role = msg["role"] or "user"
             if role in _CONTEXT_ROLES:
@@ -240,8 +240,8 @@ class _TraceBuilder:
         if call_id is not None:
             upto = next((i + 1 for i, (m, k) in enumerate(held)
                          if m["parts"][k]["type"] == "tool_call" and m["parts"][k].get("id") == call_id), 0)
-        ctx = self._context(agent)
-        ctx = {**ctx, "agent": self.conv.agent_name(agent) or agent.name}
+        ctx = {**self._context(agent), "agent": self.conv.agent_name(agent) or agent.name,
+               "parent": self.anchor[agent.span_id]}
         shown = {s.content for s in self.out.steps} if call_id is None else set()
         for msg, k in held[:upto]:
             part = msg["parts"][k]
