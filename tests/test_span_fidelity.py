@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import detect, registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "spans"
 

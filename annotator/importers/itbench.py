@@ -30,7 +30,7 @@ import yaml
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
@@ -225,7 +225,6 @@ def _owner(attempts: list[_Attempt]) -> int:
     return wrote[-1] if wrote else len(attempts) - 1
 
 
-@register
 class ITBenchRun(Importer):
     name = "itbench_run"
     description = "ITBench SRE agent run folder (agent_output.json + Codex session / traces/traces.jsonl)"

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
-from annotator.importers.base import as_text
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text
 from annotator.importers.detect import Head
 from annotator.importers.media import uri_text
 from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
@@ -110,7 +109,6 @@ class OpenInferenceConvention(Convention):
         return as_int(a.get("llm.token_count.prompt")), as_int(a.get("llm.token_count.completion"))
 
 
-@register
 class OpenInference(Importer):
     name = "openinference"
     description = "OpenInference (Arize Phoenix) spans: OTLP/JSON, span lists or one span's attributes"

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text
 from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
@@ -202,7 +202,6 @@ def is_genai(keys: set[str]) -> bool:
     return any(k.startswith("gen_ai.") for k in keys)
 
 
-@register
 class OtelGenAI(Importer):
     name = "otel_genai"
     description = "OpenTelemetry GenAI spans (gen_ai.*): OTLP/JSON, span lists or one span's attributes"
