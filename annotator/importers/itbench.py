@@ -118,6 +118,21 @@ def score_diagnosis(submitted: list[str], truth: list[str]) -> tuple[float, bool
     return len(sub & true) / len(sub), True, []
 
 
+def grade(diagnosis: dict, incident: str, opts: ImportOptions, ledger: Ledger) -> tuple[str, float | None, dict]:
+    """(outcome, score, hidden metadata) of a diagnosis of ``incident`` against ``--ground-truth``:
+    ("unknown", None, {}) without ground truth, or with none for the incident (then a warning)."""
+    if opts.ground_truth is None:
+        return "unknown", None, {}
+    truth = _ground_truth(opts).get(_key(incident))
+    if truth is None:
+        ledger.warn("incomplete", f"no ground truth for incident {incident!r} in {opts.ground_truth}")
+        return "unknown", None, {}
+    score, success, missing = score_diagnosis(submitted_entities(diagnosis), truth.entities)
+    return ("success" if success else "failure"), score, {"itbench": {
+        "score": score, "success": success, "scenario": truth.scenario, "ground_truth_entities": truth.entities,
+        "missing": missing, "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
+
+
 def submitted_entities(diagnosis: dict) -> list[str]:
     """Entity names the agent put forward as root causes (``contributing_factor`` not false)."""
     return [str(e.get("name")) for e in seq(diagnosis.get("entities"))
@@ -262,7 +277,9 @@ class ITBenchRun(Importer):
                                       agent=AGENT, content=_diagnosis_text(diagnosis), raw=plain(diagnosis))]
                 model = model or self._config_model(path, attempt.ledger)
                 meta["diagnosis"], raw = diagnosis, {"agent_output": diagnosis}
-                outcome, score = self._score(diagnosis, incident, opts, meta, attempt.ledger)
+                outcome, score, graded = grade(diagnosis, incident, opts, attempt.ledger)
+                if graded:
+                    meta[HIDDEN] = graded
             else:
                 meta["diagnosis_in_attempt"] = owner + 1
             attempt_tag = f" attempt {n} of {len(attempts)}" if len(attempts) > 1 else ""
@@ -283,22 +300,6 @@ class ITBenchRun(Importer):
                 steps=steps,
             )
             yield ImportedRecord(trajectory=finish(traj, opts), ledger=attempt.ledger)
-
-    def _score(self, diagnosis: dict, incident: str, opts: ImportOptions, meta: dict,
-               ledger: Ledger) -> tuple[str, float | None]:
-        """(outcome, score) of the diagnosis against the ground truth, if one was given; the
-        details go to the hidden metadata."""
-        if opts.ground_truth is None:
-            return "unknown", None
-        truth = _ground_truth(opts).get(_key(incident))
-        if truth is None:
-            ledger.warn("incomplete", f"no ground truth for incident {incident!r} in {opts.ground_truth}")
-            return "unknown", None
-        score, success, missing = score_diagnosis(submitted_entities(diagnosis), truth.entities)
-        meta[HIDDEN] = {"itbench": {"score": score, "success": success, "scenario": truth.scenario,
-                                    "ground_truth_entities": truth.entities, "missing": missing,
-                                    "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
-        return ("success" if success else "failure"), score
 
     def _attempts(self, path: Path, opts: ImportOptions) -> list[_Attempt]:
         """One attempt per Codex rollout, else one from traces.jsonl, else one of only the system prompt."""
