@@ -188,10 +188,6 @@ ROWS += [
     ("itbench_run", FIXTURES / "itbench_run" / "outputs" / "agent_outputs" / "1" / "1", _itbench_trial),
 ]
 
-#: Registered importers whose rows have not landed yet; the table must end up covering them all.
-PENDING: set[str] = set()
-
-
 @pytest.mark.parametrize(("name", "sample", "count"), ROWS, ids=lambda v: v if isinstance(v, str) else None)
 def test_every_raw_record_is_accounted_for(name, sample, count, tmp_path):
     path = sample(tmp_path) if callable(sample) else sample
@@ -206,8 +202,7 @@ def test_every_raw_record_is_accounted_for(name, sample, count, tmp_path):
 
 def test_the_table_covers_every_importer():
     covered = {name for name, _, _ in ROWS}
-    assert covered | PENDING == set(registry())
-    assert not covered & PENDING, "a covered importer is still listed as pending"
+    assert covered == set(registry())
 
 
 # ---------------------------------------------------------------- the ledger and the central checks
