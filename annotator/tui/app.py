@@ -7,6 +7,7 @@ import os
 import sqlite3
 import sys
 import termios
+from contextlib import suppress
 from pathlib import Path
 
 from textual.app import App
@@ -150,9 +151,12 @@ class AnnotatorApp(App[None]):
         self._close_store()
 
     def _close_store(self) -> None:
-        """Record the open sessions' time spent, then close the database."""
-        for session in self._sessions.values():
-            session.close()
+        """Record the open sessions' time spent, then close the database. A database that refuses
+        writes by now (read-only, full) keeps every label already saved; only the time spent
+        since the last write goes unrecorded, rather than the exit ending in a traceback."""
+        with suppress(StoreError):
+            for session in self._sessions.values():
+                session.close()
         self.db.close()
 
 
