@@ -9,7 +9,7 @@ bounded look at the file) and reads the file as a stream of :class:`ImportedReco
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
+from annotator.importers.media import media_text
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def as_text(value: object) -> str:
             if isinstance(v, dict) and isinstance(v.get("text"), str):
                 parts.append(v["text"])
             else:
-                parts.append(as_text(v))
+                parts.append(media_text(v) or as_text(v))  # an image part is a placeholder, not its base64
         return "\n".join(parts)
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
 
@@ -193,6 +194,14 @@ def record_values(path: Path, where: str | None = None) -> Iterator[None]:
         yield
     except ValidationError as exc:
         raise invalid_value(path, exc, where) from exc
+
+
+def one_record(path: Path, build: Callable[[], ImportedRecord]) -> Iterator[ImportedRecord]:
+    """The one record of a file that holds one trajectory, built by ``build``; a value of the
+    wrong type in the file is an ImportFailure (see :func:`record_values`)."""
+    with record_values(path):
+        item = build()
+    yield item
 
 
 def invalid_value(path: Path, exc: ValidationError, where: str | None = None) -> ImportFailure:

@@ -32,7 +32,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
-from annotator.importers.log_splitters import split_evaluation, split_log
+from annotator.importers.log_splitters import Split, split_evaluation, split_log
 from annotator.label_sources import HUMAN_SET
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
@@ -118,8 +118,9 @@ def _message_steps(messages: list, path: Path, where: str) -> list[Step]:
     return steps
 
 
-def log_steps(text: str, system: str | None, hidden: dict) -> list[Step]:
-    """A console log's steps; its trailing evaluation block, if any, goes to ``hidden``."""
+def log_steps(text: str, system: str | None, hidden: dict) -> Split:
+    """A console log's steps (with the noise blocks left out, counted in ``dropped``); its trailing
+    evaluation block, if any, goes to ``hidden``."""
     text, verdict = split_evaluation(text)
     if verdict is not None:
         hidden["evaluation"] = verdict
