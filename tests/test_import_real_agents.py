@@ -79,7 +79,7 @@ def test_claude_code_2_1_progress_lines_are_not_steps():
 def test_claude_code_2_0_task_skips_the_clear_command(tmp_path):
     """After ``/clear`` a 2.0 session opens with the caveat, the command echo and its empty output
     (line shapes as Claude Code 2.0.x writes them); the task is the request typed after them."""
-    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work/app",
+    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
             "sessionId": "84fcacde-6b20-49dd-9d9f-9de98138ac24", "version": "2.0.76", "gitBranch": "main",
             "type": "user", "timestamp": "2026-01-02T19:18:31.028Z"}
     lines = [
