@@ -15,6 +15,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from samples import long_line_jsonl, mast_traces, unlabelled_mad
+
 from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check
 from annotator.importers.base import ImportOptions
@@ -43,6 +45,12 @@ def _items(path: Path) -> int:
 def _history(path: Path) -> int:
     """Messages of a Who&When record's ``history``."""
     return len(orjson.loads(path.read_bytes())["history"])
+
+
+def _trace_messages(path: Path) -> int:
+    """Messages of an AG2 trace; a log (MetaGPT's ``content``, HyperAgent's lines) is one record."""
+    inner = orjson.loads(path.read_bytes()).get("trajectory")
+    return len(inner) if isinstance(inner, list) and not all(isinstance(x, str) for x in inner) else 1
 
 
 REAL_WORLD = ROOT.parent / "shared" / "data" / "real_world"
@@ -111,6 +119,9 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("mad_human", TRAJECTORIES / "mad_human" / "mad_human_sample.json", _items),
     *[("who_and_when", p, _history) for p in sorted(WHO_AND_WHEN.glob("*.json"))],
     ("mast_export", _label_export, _lines),
+    ("mad_full", lambda tmp: unlabelled_mad(tmp / "traces.json"), _items),
+    *[("mast_trace", lambda tmp, i=i: mast_traces(tmp / "traces")[i], _trace_messages) for i in range(3)],
+    ("jsonl", lambda tmp: long_line_jsonl(tmp / "runs.jsonl"), _lines),
     ("openai_chat", REAL_WORLD / "litellm_completion_log_claude-sonnet-4.json", _chat),
     ("openai_chat", TRAJECTORIES / "openai_chat" / "swe_agent_function_calling.messages.json", _chat),
     ("swe_agent", REAL_WORLD / "swe_agent_0.x_pydicom__pydicom-1458.traj", _swe_agent),
@@ -130,8 +141,7 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
 
 #: Registered importers whose rows have not landed yet; the table must end up covering them all.
 PENDING = {
-    "jsonl", "mad_full", "mast_trace", "otel_genai", "openinference", "inspect_ai",
-    "openhands", "openhands_v1", "codex_cli", "codex_exec", "itbench_run",
+    "codex_cli", "codex_exec", "inspect_ai", "itbench_run", "openhands", "openhands_v1", "openinference", "otel_genai",
 }
 
 

@@ -85,6 +85,12 @@ class Importer:
         """Yield the file's trajectories one by one; raise ImportFailure on bad input."""
         raise NotImplementedError
 
+    def mismatch(self, head: Head) -> str:
+        """Why a file this importer was forced on (``--format``) and does not recognise is not
+        of its format, in the format's terms: what it expects and what the file is. Importers
+        whose shape a description does not say override it."""
+        return f"expected {self.description}; found {head.describe()}"
+
     def claims_dir(self, path: Path) -> bool:
         """Whether this importer reads the folder ``path`` as one unit (a run folder)."""
         return False

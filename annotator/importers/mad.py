@@ -2,7 +2,8 @@
 three-annotator human file.
 
 Full records carry the judge's 14 yes/no answers (``mast_annotation``), stored as labels of
-annotator ``mad-llm``. Human records carry three annotators' booleans per failure mode under
+annotator ``mad-llm``; a record without them (an unlabelled trace in MAD's layout, as other
+MAST tools write them) is a trajectory to annotate. Human records carry three annotators' booleans per failure mode under
 one of three taxonomy versions (the record's ``round``); each round's codes are mapped to
 final MAST ids by content (tables in MAST.md §6.3, conservative column: codes whose mapping is
 disputed or that were dropped stay unmapped, are kept in the label extras and the metadata,
@@ -140,10 +141,14 @@ def outcome_of(hidden: dict) -> str:
 
 class MadFull(Importer):
     name = "mad_full"
-    description = "MAD / MAST-Data LLM-labelled records (mas_name, trace.trajectory, mast_annotation)"
+    description = "MAD / MAST-Data records (mas_name, trace.trajectory; LLM labels from mast_annotation if present)"
 
     def sniff(self, head: Head) -> bool:
-        return head.kind == "json" and {"mas_name", "mast_annotation"} <= head.record_keys()
+        """MAD's layout, labelled or not: other MAST tools write unlabelled traces the same way,
+        to be annotated. Records with ``annotations`` are the human file's."""
+        keys = head.record_keys()
+        return head.kind == "json" and "mas_name" in keys and bool(keys & {"mast_annotation", "trace"}) \
+            and "annotations" not in keys
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         for n, rec in iter_records(path):
@@ -153,7 +158,7 @@ class MadFull(Importer):
 
     def _record(self, path: Path, n: int, rec: object, opts: ImportOptions) -> ImportedRecord:
         where = f"record {n}"
-        rec = require(path, rec, ("mas_name", "trace", "mast_annotation"), where)
+        rec = require(path, rec, ("mas_name", "trace"), where)
         trace = rec["trace"]
         inner = trace.get("trajectory") if isinstance(trace, dict) else trace
         if inner is None:
@@ -175,7 +180,7 @@ class MadFull(Importer):
         ), opts)
         ledger = Ledger()
         ledger.mapped()  # the record is the trajectory
-        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger)
+        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger) if "mast_annotation" in rec else []
         return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod
