@@ -3,7 +3,7 @@
 Trajectory content is written by models and tools. Before it reaches a terminal, every
 control character except newline and tab is replaced by a visible escape (``\\x1b``), so an
 ANSI sequence in a step is shown, never executed. Rich/Textual markup is never parsed here:
-this module returns plain strings, and :func:`terminal_console` is the one console every
+this module returns plain strings, and :func:`inert_console` is the one console every
 command line output goes through (markup off, every printed segment made inert). Cells
 written for spreadsheets go through :func:`spreadsheet_cell`, so that a title such as
 ``=HYPERLINK(...)`` stays text.
@@ -84,7 +84,7 @@ class _InertHook(RenderHook):
         return [_Inert(r) for r in renderables]
 
 
-def terminal_console(**options: Any) -> Console:
+def inert_console(**options: Any) -> Console:
     """A Rich console whose output carries no escape sequence or markup from the data.
 
     Markup and emoji codes are off, so a string printed or put in a table is shown as written

@@ -127,14 +127,14 @@ def test_error_line_names_hostile_file_inertly(hostile):
     assert "failed: " in result.stderr and "\\x1b]0;PWNTITLE" in result.stderr
 
 
-def test_terminal_console_keeps_its_own_styles():
+def test_inert_console_keeps_its_own_styles():
     """Only the data is made inert: the console's own colours still reach a real terminal."""
     from rich.table import Table
     from rich.text import Text
 
-    from annotator.text import terminal_console
+    from annotator.text import inert_console
 
-    console = terminal_console(force_terminal=True, color_system="standard", width=200)
+    console = inert_console(force_terminal=True, color_system="standard", width=200)
     table = Table()
     table.add_column("title")
     table.add_row(HOSTILE)
