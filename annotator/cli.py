@@ -144,7 +144,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--model", help="Set the model of every imported trajectory.")
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
-@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this, and zip archives that inflate to more.")
 @click.option("--strict", is_flag=True, help="Fail a file with any warning (unknown record kinds, unnamed tool calls ...).")
 @click.option(
     "--ground-truth",
