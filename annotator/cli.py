@@ -7,8 +7,8 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
-from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -16,16 +16,17 @@ from typing import Any
 
 import click
 import orjson
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from annotator import __version__
-from annotator.errors import AnnotatorError
+from annotator.errors import AnnotatorError, database_trouble
+from annotator.report.output import REPORT_FORMATS
+from annotator.text import inert_console, json_text
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = inert_console(soft_wrap=False)
+err = inert_console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -34,7 +35,11 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Render core errors as one clear line and a non-zero exit instead of a traceback."""
+    """Render core errors as one clear line and a non-zero exit instead of a traceback.
+
+    A database that cannot be read (damaged pages, a file that is not a database) fails in
+    whatever query meets it first; that too is one line naming the file and what to do.
+    """
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -42,6 +47,8 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except AnnotatorError as exc:
             _fail(str(exc))
+        except sqlite3.DatabaseError as exc:
+            _fail(database_trouble(_settings(click.get_current_context()).db, exc))
 
     return wrapper
 
@@ -49,7 +56,12 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _open(ctx: click.Context):
     from annotator.store import open_db
 
-    return open_db(ctx.obj["db"])
+    return open_db(_settings(ctx).db)
+
+
+def _settings(ctx: click.Context):
+    """The command's Settings: the environment, read once, with the group's flags over it."""
+    return ctx.find_root().obj["settings"]
 
 
 def _taxonomy(path: str | None):
@@ -61,13 +73,47 @@ def _taxonomy(path: str | None):
         _fail(str(exc))
 
 
+#: The filter flags of every command that selects trajectories, with the words --help shows.
+_FILTER_FLAGS = ("system", "model", "benchmark", "outcome", "source_format", "since", "until", "tag")
+
+
+def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> Callable[..., Any]:
+    """The trajectory filter of list, prelabel, report, agreement and export: the same flags and
+    help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where ``--model``
+    is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also takes its
+    older ``--format`` for ``--source-format``."""
+    options = [
+        click.option("--system", help="Only trajectories of this system (MAS)."),
+        click.option(model_flag, "model", help="Only trajectories driven by this model."),
+        click.option("--benchmark", help="Only trajectories from this benchmark."),
+        click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome."),
+        click.option("--source-format", *(["--format"] if format_alias else []), "source_format", metavar="NAME",
+                     help="Only trajectories imported with this format (see `mast formats`)."),
+        click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date (UTC)."),
+        click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date (UTC)."),
+        click.option("--tag", help="Only trajectories whose metadata 'tags' list holds this value."),
+    ]
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(fn)
+        def with_filter(*args: Any, **kwargs: Any) -> Any:
+            from annotator.views import TrajectoryFilter
+
+            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in _FILTER_FLAGS})
+            return fn(*args, flt=flt, **kwargs)
+
+        for option in reversed(options):
+            with_filter = option(with_filter)
+        return with_filter
+
+    return decorate
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    envvar="MAST_DB",
-    default="mast.db",
-    show_default=True,
+    show_default="mast.db",
     help="The database file (env MAST_DB).",
 )
 @click.version_option(__version__, prog_name="mast")
@@ -82,8 +128,10 @@ def main(ctx: click.Context, db: str) -> None:
       mast show 7d7a --step 12             # read one trajectory
       mast annotate                        # tag failure modes in the TUI
     """
+    from annotator.settings import Settings
+
     ctx.ensure_object(dict)
-    ctx.obj["db"] = db
+    ctx.obj["settings"] = Settings(**({"db": db} if db else {}))
 
 
 # ---------------------------------------------------------------- import / list / show
@@ -96,7 +144,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--model", help="Set the model of every imported trajectory.")
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
-@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this, and zip archives that inflate to more.")
 @click.option("--strict", is_flag=True, help="Fail a file with any warning (unknown record kinds, unnamed tool calls ...).")
 @click.option(
     "--ground-truth",
@@ -164,10 +212,10 @@ def _import(db, paths, fmt, opts, quiet: bool):
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
-    skipped = Counter("not a trajectory" if f.skipped == "not a trajectory" else "part of another file"
-                      for f in summary.files if f.skipped)
-    for why, n in sorted(skipped.items(), reverse=True):
+    for why, n in summary.skipped():
         line += f", {n} skipped ({why})"
+    if unsupported := sum(1 for f in summary.files if f.unsupported):
+        line += f", {unsupported} unsupported"
     out.print(Text(line, style="bold"), soft_wrap=True)
     for f in failed:
         err.print(Text(f"failed: {f.error}", style="red"))
@@ -178,7 +226,10 @@ def _print_file_result(f) -> None:
     if not f.ok:
         return
     if f.skipped:
-        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped))
+        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped), soft_wrap=True)
+        return
+    if f.unsupported:
+        out.print(Text.assemble((f"{'unsupported':<14} ", "yellow"), f.path, ": ", f.unsupported), soft_wrap=True)
         return
     parts = [f"{f.imported} imported"] if f.imported else []
     if f.updated:
@@ -199,18 +250,14 @@ def _print_file_result(f) -> None:
 
 
 @main.command("list")
-@click.option("--system")
-@click.option("--model")
-@click.option("--benchmark")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]))
-@click.option("--format", "source_format", help="Only trajectories imported with this format.")
+@_filter_options(format_alias=True)
 @click.option("--status", type=click.Choice(["not_started", "in_progress", "done"]), help="Review status of --annotator.")
-@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Whose review status --status means.")
+@click.option("--annotator", help="Whose review status --status means (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--search", help="Full-text search over step content.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
 @click.pass_context
 @handled
-def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, annotator, search, as_json):
+def list_cmd(ctx, flt, status, annotator, search, as_json):
     """List the trajectories in the database.
 
     \b
@@ -219,24 +266,14 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
       mast list --status done --annotator alice --json
     """
     from annotator.store.trajectories import list_trajectories
-    from annotator.views import TrajectoryFilter
 
     if status and not annotator:
-        annotator = _default_annotator()
-    flt = TrajectoryFilter(
-        system=system,
-        model=model,
-        benchmark=benchmark,
-        outcome=outcome,
-        source_format=source_format,
-        review_status=status,
-        annotator=annotator,
-        search=search,
-    )
+        annotator = _settings(ctx).annotator_name()
+    flt = flt.model_copy(update={"review_status": status, "annotator": annotator, "search": search})
     rows = list_trajectories(_open(ctx), flt)
     if as_json:
         for r in rows:
-            sys.stdout.write(orjson.dumps(r.model_dump(mode="json", exclude={"metadata", "task"})).decode() + "\n")
+            sys.stdout.write(json_text(r.model_dump(mode="json", exclude={"metadata", "task"})) + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
     # Widths that keep every column legible at 100 columns; the title takes what is left.
@@ -260,12 +297,6 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
     out.print(Text(f"{len(rows)} trajectories", style="dim"))
 
 
-def _default_annotator() -> str:
-    from annotator.annotating.session import default_annotator
-
-    return default_annotator()
-
-
 @main.command("show")
 @click.argument("trajectory")
 @click.option("--step", "step", type=int, default=None, help="Print only this step (0-based).")
@@ -283,13 +314,13 @@ def show_cmd(ctx, trajectory, step, limit, raw):
     """
     from annotator.store import steps as sq
     from annotator.store import trajectories as tq
-    from annotator.text import plain_header, plain_step
+    from annotator.text import inert, plain_header, plain_step
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
     if raw:
         t = tq.get_trajectory(db, traj_id, with_steps=False, with_raw=True)
-        sys.stdout.write((t.raw or b"").decode("utf-8", "replace") + "\n")
+        sys.stdout.write(inert((t.raw or b"").decode("utf-8", "replace")) + "\n")
         return
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
@@ -332,7 +363,7 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
     tax = _taxonomy(taxonomy_path)
     if as_json:
         data = tax.model_dump(mode="json") | {"version_hash": tax.version_hash}
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text(data, orjson.OPT_INDENT_2) + "\n")
         return
     out.print(Text(f"{tax.name} ({tax.version}), version hash {tax.version_hash}", style="bold"))
     out.print(Text(tax.citation, style="dim"))
@@ -392,15 +423,12 @@ def _progress_columns():
 
 @main.command("prelabel")
 @click.argument("ids", nargs=-1)
-@click.option("--system", help="Only trajectories of this system (MAS).")
-@click.option("--source-model", help="Only trajectories driven by this model.")
-@click.option("--benchmark", help="Only trajectories of this benchmark.")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
+@_filter_options(model_flag="--source-model")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many trajectories.")
 @click.option("--labeller", type=click.Choice(["llm", "rules"]), default="llm", show_default=True)
 @click.option("--model", "models", multiple=True, metavar="NAME", help="Judge model; repeat for a multi-model vote.")
-@click.option("--base-url", help="OpenAI-compatible endpoint (else env OPENAI_BASE_URL, else OpenAI).")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
+@click.option("--base-url", help="OpenAI-compatible endpoint (else env MAST_JUDGE_BASE_URL or OPENAI_BASE_URL, else OpenAI).")
+@click.option("--api-key-env", metavar="NAME", show_default="OPENAI_API_KEY, or env MAST_API_KEY_ENV",
               help="Environment variable holding the API key (the key itself is never stored).")
 @click.option("--prompt", type=click.Choice(["structured", "mast-original"]), default="structured", show_default=True)
 @click.option("--definitions", type=click.Path(exists=True, dir_okay=False),
@@ -437,7 +465,7 @@ def _progress_columns():
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @handled
-def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labeller, models, base_url, api_key_env,
+def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
                  prompt, definitions, samples, temperature, max_input_tokens, max_output_tokens, concurrency, rpm, tpm,
                  fixed_concurrency, timeout, max_attempts, dry_run, max_cost, price_in, price_out, price_cached,
                  allow_failures, batch, resume_batch, poll_seconds, resume, taxonomy_path, quiet):
@@ -464,33 +492,36 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     from annotator.labelling import prelabel, summary
     from annotator.labelling.judge import JudgeSettings
+    from annotator.labelling.windows import TokenCounter
 
-    db = _open(ctx)
+    db, settings = _open(ctx), _settings(ctx)
+    tokens = TokenCounter(settings.tiktoken_cache_dir)
     if resume is not None:
-        run, opts = prelabel.resume_run(db, resume)
+        key_env = prelabel.run_options(db, resume).api_key_env
+        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env))
     else:
         judge = None
         if labeller == "llm":
             if not models:
                 _fail("give the judge model with --model (e.g. --model gpt-4o-mini)")
-            temp = temperature if temperature is not None else (0.7 if samples > 1 else 0.0)
-            judge = JudgeSettings(models=list(models), base_url=base_url, prompt=prompt, samples=samples,
-                                  temperature=temp, max_input_tokens=max_input_tokens,
+            judge = JudgeSettings(models=list(models), base_url=base_url or settings.judge_base_url, prompt=prompt,
+                                  samples=samples, temperature=temperature, max_input_tokens=max_input_tokens,
                                   max_output_tokens=max_output_tokens)
         opts = prelabel.PrelabelOptions(
-            labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
-            outcome=outcome, limit=limit, judge=judge, definitions_path=definitions, api_key_env=api_key_env,
+            labeller=labeller, trajectories=flt.model_copy(update={"ids": list(ids) or None}), limit=limit,
+            judge=judge, definitions_path=definitions,
+            api_key_env=api_key_env or settings.api_key_env,
             concurrency=concurrency, rpm=rpm, tpm=tpm, adaptive=not fixed_concurrency, timeout=timeout,
             max_attempts=max_attempts, max_cost=max_cost, price_in=price_in, price_out=price_out,
             price_cached=price_cached, batch=batch, poll_seconds=poll_seconds, taxonomy_path=taxonomy_path,
         )
         if dry_run:
-            first, *rest = summary.dry_run_lines(prelabel.estimate(db, opts))
+            first, *rest = summary.dry_run_lines(prelabel.estimate(db, opts, tokens=tokens))
             out.print(Text(first, style="bold"))
             for line in rest:
                 out.print(Text(line))
             return
-        run, opts = prelabel.start_run(db, opts)
+        run, opts = prelabel.start_run(db, opts, api_key=settings.api_key(opts.api_key_env))
     priced = run.params.get("price_known", True)
 
     def cost(usd: float) -> str:
@@ -508,15 +539,14 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
         def on_batch(batch_id, status):
             bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
 
-        final, signalled = _until_signal(prelabel.execute(db, run, opts, on_progress=on_progress,
-                                                          on_batch=on_batch, resume_batch=resume_batch))
+        final, signalled = _until_signal(prelabel.execute(
+            db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens, on_progress=on_progress,
+            on_batch=on_batch, resume_batch=resume_batch))
         if signalled:
             err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
             sys.exit(128 + signalled)
-    from annotator.store.requests import run_spend
-
-    first, *rest = summary.run_lines(final, run_spend(db, final.id),
-                                     prelabel.prices(opts) if opts.judge else {}, priced)
+    first, *rest = summary.run_lines(final, prelabel.spend(db, final), prelabel.prices(opts) if opts.judge else {},
+                                     priced)
     out.print(Text(first, style="bold"))
     for line in rest:
         out.print(Text(line))
@@ -527,9 +557,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
                        f" {counts.get('unknown', 0)} unknown"))
     if final.params.get("stopped"):
         out.print(Text(f"stopped: {final.params['stopped']}", style="yellow"))
-    from annotator.store.requests import run_items
-
-    for item in run_items(db, final.id, "failed")[:20]:
+    for item in prelabel.failures(db, final):
         err.print(Text(f"failed: {item.trajectory_id}: {item.error}", style="red"))
     code = summary.exit_status(final, allow_failures)
     if code and counts.get("failed"):
@@ -573,7 +601,7 @@ def _until_signal(coro):
 
 @main.command("annotate")
 @click.argument("paths", nargs=-1)
-@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
+@click.option("--annotator", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task outcomes (agreement studies).")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
 @click.pass_context
@@ -601,43 +629,19 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
         db = _open(ctx)
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
-    make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax).run()
+    settings = _settings(ctx)
+    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax)
+    app.run()
+    if app.store_trouble:
+        _fail(app.store_trouble)
+    sys.exit(app.return_code or 0)
 
 
 # ---- reports: report / agreement / export
 
 
-_REPORT_FORMATS = ("terminal", "md", "html", "json", "csv")
-
-
-def _filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The trajectory filters shared by report, agreement and export."""
-    options = [
-        click.option("--system", help="Only trajectories of this system (MAS)."),
-        click.option("--model", help="Only trajectories driven by this model."),
-        click.option("--benchmark", help="Only trajectories from this benchmark."),
-        click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome."),
-        click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date."),
-        click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date."),
-        click.option("--tag", help="Only trajectories whose metadata 'tags' list holds this value."),
-        click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
-                     help="A custom codebook file (default: the built-in MAST taxonomy)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _filters(system, model, benchmark, outcome, since, until, tag):
-    from datetime import UTC
-
-    from annotator.report.frame import Filters
-
-    def utc(d):
-        return d.replace(tzinfo=UTC) if d is not None and d.tzinfo is None else d
-
-    return Filters(system=system, model=model, benchmark=benchmark, outcome=outcome, since=utc(since),
-                   until=utc(until), tag=tag)
+_TAXONOMY_OPTION = click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
+                                help="A custom codebook file (default: the built-in MAST taxonomy).")
 
 
 def _sources(values: tuple[str, ...]) -> list[str]:
@@ -645,31 +649,20 @@ def _sources(values: tuple[str, ...]) -> list[str]:
 
 
 def _emit(doc, fmt: str, path: str | None) -> None:
-    """Render a report document in ``fmt`` to ``path`` (or stdout)."""
-    if fmt == "terminal":
-        from annotator.report.render_terminal import render
+    """Render a report document in ``fmt`` to ``path`` (whole or not at all), or to stdout."""
+    from annotator.report import output
 
-        if path is None:
-            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
-            return
-        with open(path, "w", encoding="utf-8") as fh:
-            render(doc, Console(file=fh, width=100, highlight=False, soft_wrap=False, color_system=None))
-        err.print(Text(f"wrote {path}", style="dim"))
-        return
-    import importlib
-
-    module = importlib.import_module(f"annotator.report.render_{fmt}")
-    _write_text(module.render(doc), path)
-
-
-def _write_text(text: str, path: str | None) -> None:
     if path is None:
-        sys.stdout.write(text)
+        if fmt == "terminal":
+            from annotator.report.render_terminal import render
+
+            render(doc, output.terminal_console(width=max(out.width, output.FILE_WIDTH)))
+        else:
+            sys.stdout.write(output.render_text(doc, fmt))
         return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        _fail(f"{path}: cannot write: {exc.strerror or exc}")
+    text = output.render_text(doc, fmt)
+    with output.atomic_file(path) as fh:
+        fh.write(text)
     err.print(Text(f"wrote {path}", style="dim"))
 
 
@@ -678,18 +671,18 @@ def _write_text(text: str, path: str | None) -> None:
               help="Whose labels: a person, run:<id>, an imported set (mad-llm, mad-human-2), consensus"
                    " (majority of the people who marked a trajectory done) or consensus:alice,bob.")
 @click.option("--by", default="system,model", show_default=True, help="Grouping columns (system, model, benchmark).")
-@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
               help="Bootstrap replicates over trajectories (0 = none).")
 @click.option("--rows", type=click.IntRange(0), default=50, show_default=True,
               help="Trajectories listed in terminal/md/html (json and csv list all).")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, system, model, benchmark, outcome, since,
-               until, tag, taxonomy_path):
+def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, flt, taxonomy_path):
     """Which failure modes the trajectories show, per system and model, and which predict failure.
 
     Counts only the trajectories the label source finished and says how many were left out
@@ -706,15 +699,10 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, system, mod
       mast report --source mad-llm --system AG2 --format json -o report.json
     """
     from annotator.report.document import build_report
-    from annotator.report.frame import GROUP_COLUMNS
 
-    columns = tuple(c.strip() for c in by.split(",") if c.strip())
-    unknown = [c for c in columns if c not in GROUP_COLUMNS]
-    if unknown:
-        _fail(f"--by: unknown column(s) {', '.join(unknown)}; choose from {', '.join(GROUP_COLUMNS)}")
     doc = build_report(
-        _open(ctx), source, _taxonomy(taxonomy_path), _filters(system, model, benchmark, outcome, since, until, tag),
-        by=columns, seed=seed, replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
+        _open(ctx), source, _taxonomy(taxonomy_path), flt, by=tuple(_sources((by,))), seed=seed,
+        replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
     )
     _emit(doc, fmt, output)
 
@@ -723,18 +711,18 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, system, mod
 @click.option("--source", "-s", "sources", multiple=True, required=True,
               help="A label source (repeat, or comma-separated): person, run:<id>, imported set, consensus.")
 @click.option("--reference", "-r", help="The source the others are scored against (precision, recall, F1, κ).")
-@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
               help="Bootstrap replicates over trajectories (0 = no intervals).")
 @click.option("--tolerance", "-k", type=click.IntRange(0), default=3, show_default=True,
               help="Onsets within this many steps count as agreeing.")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolerance, system, model, benchmark,
-                  outcome, since, until, tag, taxonomy_path):
+def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolerance, flt, taxonomy_path):
     """How well two or more label sources agree, over the trajectories all of them finished.
 
     Per mode and pooled: observed, positive and negative agreement, prevalence, Cohen's κ and
@@ -753,9 +741,7 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
     from annotator.report.agreement_report import build_agreement
 
     doc = build_agreement(
-        _open(ctx), _sources(sources), _taxonomy(taxonomy_path),
-        _filters(system, model, benchmark, outcome, since, until, tag),
-        reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
+        _open(ctx), _sources(sources), _taxonomy(taxonomy_path), flt, reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
     )
     _emit(doc, fmt, output)
 
@@ -767,10 +753,11 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
               show_default=True, help="Long JSONL or CSV (one row per trajectory × mode × source), wide CSV"
                                       " (trajectory × mode 0/1), or MAD-style JSON (mast_annotation).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, since, until, tag, taxonomy_path):
+def export_cmd(ctx, sources, fmt, output, flt, taxonomy_path):
     """Export the labels a report counts, to recompute every number elsewhere.
 
     Only each source's finished trajectories are exported. `mast import` reads the JSONL
@@ -783,21 +770,14 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
       mast export -s run:3 --format mad-json -o judge_mad.json
     """
     from annotator.report.export import write_export
+    from annotator.report.output import atomic_file
 
     db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
-    filters = _filters(system, model, benchmark, outcome, since, until, tag)
     if output is None:
-        write_export(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
+        write_export(db, fmt, _sources(sources), taxonomy, sys.stdout, flt)
         return
-    partial = Path(output + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="") as fh:
-            write_export(db, fmt, _sources(sources), taxonomy, fh, filters)
-        partial.replace(output)
-    except OSError as exc:
-        _fail(f"{output}: cannot write: {exc.strerror or exc}")
-    finally:
-        partial.unlink(missing_ok=True)
+    with atomic_file(output) as fh:
+        write_export(db, fmt, _sources(sources), taxonomy, fh, flt)
     err.print(Text(f"wrote {output}", style="dim"))
 
 

@@ -1,28 +1,34 @@
-"""Importing files into the store: path expansion, detection, one transaction per file, a summary.
+"""Importing files into the store: path expansion, detection, each file whole or not at all, a summary.
 
-A file is imported whole or not at all: its records are streamed into one write transaction
-that is rolled back on the first error, so a bad record never leaves half a file behind,
-while the other files of the same command still import.
+A file is imported whole or not at all: its records are streamed into the store in short
+transactions, unseen until the last record is in, then published at once (``store.staging``);
+on the first error what the file wrote is discarded, so a bad record never leaves half a file
+behind, while the other files of the same command still import. Writing in short
+transactions is what lets annotators tag while a large file imports: their writes wait for a
+fraction of a second, not for the file.
 """
 
 from __future__ import annotations
 
 import glob
+import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING
 
-from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
+from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
 from annotator.importers.accounting import Ledger, check
-from annotator.importers.base import ImportedRecord, ImportOptions, record_values, source_labels_hash
-from annotator.importers.detect import read_head
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, record_values, source_labels_hash
+from annotator.importers.detect import Head, read_head, unsupported
 from annotator.importers.registry import detect, dir_importer, registry
-from annotator.store.attributions import save_attribution
-from annotator.store.db import write
+from annotator.models import Attribution
+from annotator.store import staging
+from annotator.store.db import Batches
 from annotator.store.label_merge import new_or_changed
-from annotator.store.labels import add_labels
-from annotator.store.trajectories import save_stubs, save_trajectory
+from annotator.store.trajectories import save_stubs
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -43,6 +49,8 @@ class FileResult:
     labels: int = 0
     error: str | None = None
     skipped: str | None = None  # why a file found by a folder walk was not imported
+    #: What a file a folder walk found looks like when it seems a trajectory no importer reads.
+    unsupported: str | None = None
     #: The accounting of the trajectories this import wrote (imported or updated): an unchanged
     #: trajectory's was reported when it was written.
     ledger: Ledger = field(default_factory=Ledger)
@@ -59,6 +67,11 @@ class FileResult:
         return self.ledger.warning_lines()
 
 
+#: Why a walked file no importer recognises is skipped; every other skip is a file another takes in.
+NOT_A_TRAJECTORY = "not a trajectory"
+PART_OF_ANOTHER = "part of another file"
+
+
 @dataclass
 class ImportSummary:
     """Totals over all files of one import command."""
@@ -71,6 +84,13 @@ class ImportSummary:
 
     def total(self, attr: str) -> int:
         return sum(getattr(f, attr) for f in self.files)
+
+    def skipped(self) -> list[tuple[str, int]]:
+        """How many files were skipped, by reason: not a trajectory, or part of another file
+        (each of those names the file that takes it in; the summary counts them together)."""
+        reasons = Counter(NOT_A_TRAJECTORY if f.skipped == NOT_A_TRAJECTORY else PART_OF_ANOTHER
+                          for f in self.files if f.skipped)
+        return sorted(reasons.items(), reverse=True)
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -87,7 +107,7 @@ def plan_imports(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     out: list[tuple[Path, bool]] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir() and dir_importer(p) is None:
+        if p.is_dir() and not _unit(p):
             out.extend((f, True) for f in _walk(p))
         elif not p.exists() and any(ch in str(p) for ch in "*?["):
             out.extend(sorted((Path(m), False) for m in glob.glob(str(p), recursive=True) if Path(m).is_file()))
@@ -111,11 +131,20 @@ def _walk(root: Path) -> list[Path]:
         if any(u in f.parents for u in units):
             continue
         if f.is_dir():
-            if dir_importer(f) is not None:
+            if _unit(f):
                 units.append(f)
         elif f.is_file() and _wanted(f):
             files.append(f)
     return sorted(units + files)
+
+
+def _unit(folder: Path) -> bool:
+    """Whether a folder is imported as one unit: a run folder, or one that cannot be read (its
+    import then reports the error in one line, and the walk goes on with the rest)."""
+    try:
+        return dir_importer(folder) is not None
+    except OSError:
+        return True
 
 
 #: Database files (a folder may hold the very database being imported into).
@@ -124,7 +153,7 @@ _SKIP_SUFFIXES = (".db", ".db-wal", ".db-shm", ".db-journal", ".sqlite", ".sqlit
 
 def _wanted(f: Path) -> bool:
     name = f.name.lower()
-    return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
+    return not name.startswith(".") and not name.endswith(_SKIP_SUFFIXES)
 
 
 #: Labels of stubs gathered before they are written together (a label export's trajectories
@@ -139,57 +168,48 @@ def import_file(
     half-written. A file a folder walk found that no importer recognises is skipped, not failed."""
     opts = opts or ImportOptions()
     result = FileResult(path=str(path))
+    head: Head | None = None
+    misfit = False  # a forced --format the file does not look like
+    if walked and path.name.lower() in _SKIP_NAMES:
+        result.skipped = NOT_A_TRAJECTORY
+        return result
     try:
         if not path.exists():
             raise ImportFailure(str(path), "no such file")
         if path.is_dir():
-            importer = dir_importer(path)
+            try:
+                importer = dir_importer(path)
+            except OSError as exc:
+                raise ImportFailure(str(path), f"cannot read the folder: {exc.strerror or exc}") from exc
             if importer is None:
                 raise UnknownFormat(str(path), "a folder that is not a run folder (name a file, or the folder to walk)")
         elif fmt is not None:
             importers = registry()
             if fmt not in importers:
                 raise ImportFailure(str(path), f"unknown --format {fmt!r}; choose from {', '.join(importers)}")
-            read_head(path, opts)  # size, emptiness and encoding checks still apply
+            head = read_head(path, opts)  # size, emptiness and encoding checks still apply
             importer = importers[fmt]
+            misfit = not importer.sniff(head)
         else:
-            importer = detect(path, opts)
+            head = read_head(path, opts)
+            importer = detect(path, opts, head)
         result.format = importer.name
         result.skipped = importer.skip_reason(path, walked)
         if result.skipped:
             return result
-        with write(db), record_values(path):
-            stubs: list[ImportedRecord] = []
-            held = 0  # labels in ``stubs``
-            for rec in importer.read(path, opts):
-                if not rec.stub:
-                    check(rec.trajectory, rec.ledger)
-                if opts.strict and rec.ledger.warnings:
-                    raise _strict_failure(path, rec)
-                if rec.stub:
-                    stubs.append(rec)
-                    held += len(rec.labels)
-                    if held >= STUB_BATCH_LABELS:
-                        _merge_stubs(db, stubs, result)
-                        held = 0
-                    continue
-                _merge_stubs(db, stubs, result)
-                held = 0
-                rec.trajectory.content_hash = source_labels_hash(rec)
-                status = save_trajectory(db, rec.trajectory)
-                result.trajectory_ids.append(rec.trajectory.id)
-                setattr(result, status, getattr(result, status) + 1)
-                if status != "unchanged":
-                    result.ledger.merge(rec.ledger)
-                    add_labels(db, rec.labels)
-                    result.labels += len(rec.labels)
-                    for att in rec.attributions:
-                        save_attribution(db, att)
-            _merge_stubs(db, stubs, result)
-            result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+        try:
+            _read_into(db, path, importer, opts, result)
+        except ImportFailure as exc:
+            if not misfit or isinstance(exc, UnknownFormat):
+                raise
+            raise ImportFailure(str(path), f"not {importer.name} input: {importer.mismatch(head)}"
+                                           f" (reading it as one: {exc.reason})") from exc
+    except StoreError:
+        raise  # the database itself is in trouble: no other file would import either
     except UnknownFormat as exc:
         if walked:
-            result.skipped = "not a trajectory"
+            result.unsupported = unsupported(head) if head is not None else None
+            result.skipped = None if result.unsupported else NOT_A_TRAJECTORY
         else:
             result.error = str(exc)
     except AnnotatorError as exc:
@@ -202,8 +222,18 @@ def import_file(
     return result
 
 
+def _read_into(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult) -> None:
+    """Stream the file's records in unseen, then publish them at once; on an error, discard them."""
+    token = staging.start(db, str(path))
+    try:
+        _stage_file(db, path, importer, opts, result, token)
+    except BaseException:
+        _discard(db, token)
+        raise
+
+
 def _nothing_written(result: FileResult) -> None:
-    """Clear the counts of a file whose transaction was rolled back."""
+    """Clear the counts of a file whose staged rows were discarded."""
     result.imported = result.updated = result.unchanged = result.labels = 0
     result.trajectory_ids = []
     result.ledger = Ledger()
@@ -217,19 +247,78 @@ def _strict_failure(path: Path, rec: ImportedRecord) -> ImportFailure:
     return ImportFailure(str(path), f"--strict: {kind}: {message}{more}", where=rec.trajectory.source_ref)
 
 
-def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult) -> None:
-    """Save the placeholder trajectories whose ids are new; add those of their labels not already
+#: Seconds of parsing between two records beyond which the transaction is committed before
+#: the next record is read, so that parsing never holds the write lock.
+PARSE_S = 0.02
+
+
+def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult,
+                token: str) -> None:
+    """Write the file's records unseen in short transactions, then publish them at once."""
+    replaced: dict[str, str] = {}  # shadow id: the id of the changed trajectory it replaces
+    attributions: list[Attribution] = []
+    with Batches(db) as batches, record_values(path):
+        stubs: list[ImportedRecord] = []
+        held = 0  # labels in ``stubs``
+        clock = monotonic()
+        for rec in importer.read(path, opts):
+            parsed_s = monotonic() - clock
+            if not rec.stub:
+                check(rec.trajectory, rec.ledger)
+            if opts.strict and rec.ledger.warnings:
+                raise _strict_failure(path, rec)
+            batches.begin()
+            if rec.stub:
+                stubs.append(rec)
+                held += len(rec.labels)
+                if held >= STUB_BATCH_LABELS:
+                    _merge_stubs(db, stubs, result, token)
+                    held = 0
+            else:
+                _merge_stubs(db, stubs, result, token)
+                held = 0
+                rec.trajectory.content_hash = source_labels_hash(rec)
+                status, shadow = staging.stage_trajectory(db, rec.trajectory, token, batches)
+                if shadow is not None:
+                    replaced[shadow] = rec.trajectory.id
+                result.trajectory_ids.append(rec.trajectory.id)
+                setattr(result, status, getattr(result, status) + 1)
+                if status != "unchanged":
+                    result.ledger.merge(rec.ledger)
+                    result.labels += staging.stage_labels(db, token, rec.labels)
+                    attributions.extend(rec.attributions)
+            if parsed_s > PARSE_S:
+                batches.commit()  # the next record may take as long to parse: not with the lock held
+            else:
+                batches.point()
+            clock = monotonic()
+        batches.begin()
+        _merge_stubs(db, stubs, result, token)
+        result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+    staging.publish(db, token, list(replaced.items()), attributions)
+
+
+def _discard(db: Database, token: str) -> None:
+    """Remove what a failed file staged. Should that fail too (the database is read-only, full or
+    damaged), the rows stay unseen, and the next import discards them once this process is gone."""
+    try:
+        staging.discard(db, token)
+    except (AnnotatorError, sqlite3.Error):
+        return
+
+
+def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult, token: str) -> None:
+    """Stage the placeholder trajectories whose ids are new, and those of their labels not already
     current. Many at once (a label export has tens of thousands); ``stubs`` is emptied."""
     if not stubs:
         return
-    for rec, status in zip(stubs, save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs]), strict=True):
+    saved = save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs], pending=token)
+    for rec, status in zip(stubs, saved, strict=True):
         result.trajectory_ids.append(rec.trajectory.id)
         setattr(result, status, getattr(result, status) + 1)
         if status != "unchanged":
             result.ledger.merge(rec.ledger)
-    labels = new_or_changed(db, [lab for rec in stubs for lab in rec.labels])
-    add_labels(db, labels)
-    result.labels += len(labels)
+    result.labels += staging.stage_labels(db, token, new_or_changed(db, [lab for rec in stubs for lab in rec.labels]))
     stubs.clear()
 
 
@@ -253,6 +342,7 @@ def import_planned(
 ) -> ImportSummary:
     """Import the files of a :func:`plan_imports` plan; one result per file, in order."""
     summary = ImportSummary()
+    staging.discard_abandoned(db)
     # What importers derive from the options alone (a parsed ground-truth folder), shared by the
     #: files of this import so it is worked out once; each file still gets its own ``extra``.
     shared: dict = {}

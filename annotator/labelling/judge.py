@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError
@@ -33,7 +33,7 @@ from annotator.labelling.prompts import (
 )
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
 from annotator.labelling.voting import majority
-from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
+from annotator.labelling.windows import TokenCounter, merge_windows, plan_windows
 from annotator.models import Trajectory
 from annotator.store.requests import cached_keys, cached_response, prompt_secret, store_response
 from annotator.store.trajectories import get_trajectory
@@ -48,6 +48,11 @@ class BudgetExhausted(LabellingError):
     """The next request would take the run over ``--max-cost``: the run stops cleanly."""
 
 
+#: The judge's temperature when none is given: deterministic for one vote, varied for several.
+SINGLE_VOTE_TEMPERATURE = 0.0
+VOTING_TEMPERATURE = 0.7
+
+
 class JudgeSettings(BaseModel):
     """How the judge is asked: recorded in the run's parameters."""
 
@@ -57,10 +62,21 @@ class JudgeSettings(BaseModel):
     base_url: str | None = None
     prompt: PromptName = "structured"
     samples: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(
+        None, ge=0, le=2, validate_default=True,  # type: ignore[arg-type]  (None: chosen from samples)
+        description=f"Sampling temperature; unset, {SINGLE_VOTE_TEMPERATURE} for one vote per model and"
+        f" {VOTING_TEMPERATURE} when several samples vote (identical answers would make a vote pointless).",
+    )
     max_input_tokens: int = Field(60_000, ge=500)
     max_output_tokens: int | None = None
     repairs: int = Field(1, ge=0)
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _default_temperature(cls, value: float | None, info: ValidationInfo) -> float:
+        if value is not None:
+            return value
+        return VOTING_TEMPERATURE if info.data.get("samples", 1) > 1 else SINGLE_VOTE_TEMPERATURE
 
 
 class PlannedRequest(BaseModel):
@@ -74,11 +90,6 @@ class PlannedRequest(BaseModel):
     messages: list[dict[str, str]]
     key: str
     tokens_in: int
-
-
-def _prompt_tokens(messages: list[dict[str, str]], model: str) -> int:
-    """Input tokens of a prompt for ``model``."""
-    return sum(count_tokens(m["content"], model) for m in messages)
 
 
 def expected_output_tokens(prompt: PromptName, n_modes: int) -> int:
@@ -104,10 +115,12 @@ class LLMLabeller:
         endpoint_host: str | None,
         definitions: dict[str, str] | None = None,
         run_id: int | None = None,
+        tokens: TokenCounter | None = None,
     ):
         self.db, self.client, self.settings, self.taxonomy = db, client, settings, taxonomy
         self.prices, self.usage, self.endpoint_host = prices, usage, endpoint_host
         self.run_id = run_id
+        self.tokens = tokens or TokenCounter()
         self.schema = answer_schema() if settings.prompt == "structured" else None
         self._structured = StructuredPrompt(taxonomy, self.schema) if self.schema is not None else None
         self._original = mast_original.system_message(taxonomy, definitions) if self.schema is None else ""
@@ -116,6 +129,10 @@ class LLMLabeller:
         self.cached = 0
 
     # -- planning --------------------------------------------------------------------------
+
+    def _prompt_tokens(self, messages: list[dict[str, str]], model: str) -> int:
+        """Input tokens of a prompt for ``model``."""
+        return sum(self.tokens(m["content"], model) for m in messages)
 
     def _messages(self, text: str) -> list[dict[str, str]]:
         if self._structured is not None:
@@ -137,16 +154,16 @@ class LLMLabeller:
         tag = content_tag(traj, self._secret)
         rendered = [render_step(step, tag) for step in traj.steps]
         empty = render_trajectory(traj, [], tag, part_note(traj.steps, len(traj.steps), 1, 2) if traj.steps else None)
-        overhead = sum(count_tokens(m["content"], model0) for m in self._messages(empty))
+        overhead = self._prompt_tokens(self._messages(empty), model0)
         budget = max(s.max_input_tokens - overhead - _MARGIN_TOKENS, 1)
-        windows = plan_windows([count_tokens(r, model0) for r in rendered], budget)
+        windows = plan_windows([self.tokens(r, model0) for r in rendered], budget)
         plans = []
         for k, w in enumerate(windows):
             steps = traj.steps[w.start : w.stop]
             note = part_note(steps, len(traj.steps), k + 1, len(windows)) if steps else None
             messages = self._messages(render_trajectory(traj, rendered[w.start : w.stop], tag, note))
             for model in s.models:
-                tokens_in = _prompt_tokens(messages, model)  # once per (window, model): samples share it
+                tokens_in = self._prompt_tokens(messages, model)  # once per (window, model): samples share it
                 for sample in range(s.samples):
                     plans.append(
                         PlannedRequest(
@@ -171,7 +188,7 @@ class LLMLabeller:
     def fixed_prefix_tokens(self, model: str) -> int:
         """Tokens of the system message every request of the run starts with: what a provider's
         prompt cache can serve after the first request."""
-        return count_tokens(self._messages("")[0]["content"], model)
+        return self.tokens(self._messages("")[0]["content"], model)
 
     # -- labelling -------------------------------------------------------------------------
 
@@ -196,7 +213,7 @@ class LLMLabeller:
                 problem = str(exc)
             messages = repair_messages(req.messages, text, problem)
             key = self.key(req.model, messages, req.sample)
-            tokens_in = _prompt_tokens(messages, req.model)
+            tokens_in = self._prompt_tokens(messages, req.model)
         raise LabelFailure(
             f"{req.model}: invalid answer after {self.settings.repairs + 1} tries: {problem}"
         )

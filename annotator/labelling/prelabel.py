@@ -8,12 +8,11 @@ it came from), which is what ``--resume RUN_ID`` reads back.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlparse, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError
@@ -25,7 +24,10 @@ from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, begin_usage, dry_run, run_labeller
-from annotator.models import LabelRun, Outcome
+from annotator.labelling.windows import TokenCounter
+from annotator.models import LabelRun
+from annotator.settings import DEFAULT_API_KEY_ENV
+from annotator.store.requests import RunItem, Spend, run_items, run_spend
 from annotator.store.runs import create_run, get_run, update_run
 from annotator.store.trajectories import list_trajectories, resolve_id
 from annotator.taxonomy import Taxonomy, load_taxonomy
@@ -38,15 +40,13 @@ class PrelabelOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     labeller: Literal["llm", "rules"] = "llm"
-    ids: list[str] | None = None
-    system: str | None = None
-    source_model: str | None = None
-    benchmark: str | None = None
-    outcome: Outcome | None = None
+    trajectories: TrajectoryFilter = Field(
+        default_factory=TrajectoryFilter, description="Which trajectories: the filter every command shares."
+    )
     limit: int | None = Field(None, ge=1)
     judge: JudgeSettings | None = None
     definitions_path: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = DEFAULT_API_KEY_ENV
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1)
     #: Requests and tokens per minute to stay under, for servers that send no rate-limit headers.
     rpm: float | None = Field(None, gt=0)
@@ -63,6 +63,22 @@ class PrelabelOptions(BaseModel):
     poll_seconds: float = Field(30.0, gt=0)
     taxonomy_path: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _filter_of_older_runs(cls, data: object) -> object:
+        """Runs recorded before the shared filter kept its fields at the top level (the
+        trajectory model as ``source_model``): read them into ``trajectories`` so they resume."""
+        if isinstance(data, dict) and _LEGACY_FILTER.keys() & data.keys():
+            data = dict(data)
+            legacy = {new: data.pop(old) for old, new in _LEGACY_FILTER.items() if old in data}
+            data["trajectories"] = {**data.get("trajectories", {}), **{k: v for k, v in legacy.items() if v is not None}}
+        return data
+
+
+#: Top-level options of runs recorded before ``trajectories``, and the filter field each became.
+_LEGACY_FILTER = {"ids": "ids", "system": "system", "source_model": "model", "benchmark": "benchmark",
+                  "outcome": "outcome"}
+
 
 def endpoint_host(base_url: str | None) -> str:
     """Host (and port) of the endpoint: all a run records of where it sent requests."""
@@ -74,9 +90,9 @@ def endpoint_host(base_url: str | None) -> str:
 
 def select(db: Database, opts: PrelabelOptions) -> list[str]:
     """The ids of the trajectories the options select, in a stable order."""
-    ids = [resolve_id(db, ref) for ref in opts.ids] if opts.ids else None
-    flt = TrajectoryFilter(ids=ids, system=opts.system, model=opts.source_model, benchmark=opts.benchmark,
-                           outcome=opts.outcome)
+    flt = opts.trajectories
+    if flt.ids:
+        flt = flt.model_copy(update={"ids": [resolve_id(db, ref) for ref in flt.ids]})
     chosen = [t.id for t in list_trajectories(db, flt)]
     return chosen[: opts.limit] if opts.limit else chosen
 
@@ -100,15 +116,11 @@ def check_base_url(url: str) -> None:
                              "variable (--api-key-env) instead; URLs are stored with the run")
 
 
-def _with_base_url(opts: PrelabelOptions) -> PrelabelOptions:
+def _check_judge(opts: PrelabelOptions) -> None:
     if opts.labeller == "llm" and opts.judge is None:
         raise LabellingError("the llm labeller needs at least one --model")
-    if opts.judge is not None and opts.judge.base_url is None and os.environ.get("OPENAI_BASE_URL"):
-        judge = opts.judge.model_copy(update={"base_url": os.environ["OPENAI_BASE_URL"]})
-        opts = opts.model_copy(update={"judge": judge})
     if opts.labeller == "llm" and opts.judge is not None and opts.judge.base_url is not None:
         check_base_url(opts.judge.base_url)
-    return opts
 
 
 def _definitions(opts: PrelabelOptions, taxonomy: Taxonomy) -> tuple[dict[str, str] | None, str]:
@@ -128,22 +140,22 @@ def prices(opts: PrelabelOptions) -> dict[str, Price]:
 
 
 def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage,
-                  run_id: int | None = None) -> LLMLabeller:
+                  tokens: TokenCounter | None, run_id: int | None = None) -> LLMLabeller:
     judge = opts.judge
     assert judge is not None
     defs, _ = _definitions(opts, taxonomy)
     return LLMLabeller(db, client, judge, taxonomy, prices=prices(opts), usage=usage,
-                       endpoint_host=endpoint_host(judge.base_url), definitions=defs, run_id=run_id)
+                       endpoint_host=endpoint_host(judge.base_url), definitions=defs, tokens=tokens, run_id=run_id)
 
 
-def estimate(db: Database, opts: PrelabelOptions) -> DryRun:
+def estimate(db: Database, opts: PrelabelOptions, *, tokens: TokenCounter | None = None) -> DryRun:
     """What the run would send and cost; nothing is sent and nothing is written."""
-    opts = _with_base_url(opts)
+    _check_judge(opts)
     if opts.labeller == "rules":
         n = len(select(db, opts))
         return DryRun(trajectories=n, requests=0, cached=0, tokens_in=0, tokens_out=0, cost_usd=0.0, price_known=True)
     taxonomy = load_taxonomy(opts.taxonomy_path)
-    return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage()), select(db, opts))
+    return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage(), tokens), select(db, opts))
 
 
 def _price_known(opts: PrelabelOptions) -> bool:
@@ -153,18 +165,18 @@ def _price_known(opts: PrelabelOptions) -> bool:
     return all(p.known for p in prices(opts).values())
 
 
-def _api_key(opts: PrelabelOptions) -> str:
-    key = os.environ.get(opts.api_key_env)
-    if not key:
+def _require_key(opts: PrelabelOptions, api_key: str | None) -> str:
+    if not api_key:
         raise LabellingError(f"no API key: set {opts.api_key_env} (or name another variable with --api-key-env)")
-    return key
+    return api_key
 
 
-def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOptions]:
-    """Record a new run (status running) with its options; nothing is sent yet."""
-    opts = _with_base_url(opts)
+def start_run(db: Database, opts: PrelabelOptions, *, api_key: str | None) -> tuple[LabelRun, PrelabelOptions]:
+    """Record a new run (status running) with its options; nothing is sent yet. ``api_key`` is
+    the key held in ``opts.api_key_env``: a judge's run is not started without one."""
+    _check_judge(opts)
     if opts.labeller == "llm":
-        _api_key(opts)
+        _require_key(opts, api_key)
     taxonomy = load_taxonomy(opts.taxonomy_path)
     _, extra = _definitions(opts, taxonomy)
     judge = opts.judge
@@ -181,17 +193,32 @@ def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOp
     return create_run(db, run), opts
 
 
-def resume_run(db: Database, run_id: int) -> tuple[LabelRun, PrelabelOptions]:
-    """A stored run set running again, with the options it was started with."""
+def run_options(db: Database, run_id: int) -> PrelabelOptions:
+    """The options a stored run was started with (its ``api_key_env`` names the key it needs)."""
     run = get_run(db, run_id)
     if "options" not in run.params:
         raise LabellingError(f"run {run_id} has no recorded options and cannot be resumed")
-    opts = PrelabelOptions.model_validate(run.params["options"])
+    return PrelabelOptions.model_validate(run.params["options"])
+
+
+def resume_run(db: Database, run_id: int, *, api_key: str | None) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with."""
+    opts = run_options(db, run_id)
     if opts.labeller == "llm":
-        _api_key(opts)
-    run = run.model_copy(update={"status": "running", "finished_at": None})
+        _require_key(opts, api_key)
+    run = get_run(db, run_id).model_copy(update={"status": "running", "finished_at": None})
     update_run(db, run)
     return run, opts
+
+
+def spend(db: Database, run: LabelRun) -> Spend:
+    """What ``run`` sent and paid for over all its sessions, per model, from what it stored."""
+    return run_spend(db, run.id) if run.id is not None else Spend()
+
+
+def failures(db: Database, run: LabelRun, limit: int = 20) -> list[RunItem]:
+    """The first ``limit`` trajectories the run failed on, with why (what a summary lists)."""
+    return run_items(db, run.id, "failed")[:limit]
 
 
 async def execute(
@@ -199,6 +226,8 @@ async def execute(
     run: LabelRun,
     opts: PrelabelOptions,
     *,
+    api_key: str | None,
+    tokens: TokenCounter | None = None,
     on_progress: Callable[[RunProgress], None] | None = None,
     on_batch: Callable[[str, str], None] | None = None,
     resume_batch: str | None = None,
@@ -210,7 +239,7 @@ async def execute(
     if opts.labeller == "rules":
         return await run_labeller(db, RulesLabeller(db=db), taxonomy, run, ids, concurrency=opts.concurrency,
                                   usage=usage, on_progress=on_progress)
-    key = _api_key(opts)
+    key = _require_key(opts, api_key)
     from annotator.labelling.llm import JudgeClient
 
     assert opts.judge is not None
@@ -218,7 +247,7 @@ async def execute(
                          max_attempts=opts.max_attempts, concurrency=opts.concurrency, rpm=opts.rpm, tpm=opts.tpm,
                          adaptive=opts.adaptive)
     try:
-        labeller = _llm_labeller(db, opts, taxonomy, client, usage, run.id)
+        labeller = _llm_labeller(db, opts, taxonomy, client, usage, tokens, run.id)
         if opts.batch or resume_batch:
             run, _ = await run_batch(db, labeller, client, run, ids, batch_id=resume_batch,
                                      poll_seconds=opts.poll_seconds, on_status=on_batch)

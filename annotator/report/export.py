@@ -6,7 +6,8 @@ trajectory fields a report groups by (system, model, benchmark, outcome, number 
 every number of a report can be recomputed from the export alone; ``mast import`` reads the
 JSONL back (format ``mast_export``) and restores the same labels. The MAD form writes
 ``mast_annotation`` dicts keyed by bare codes ("1.1" … "3.3") so results flow back into MAST's
-own tooling; an undecided cell is null there.
+own tooling; an undecided cell is null there. CSV cells that a spreadsheet would run as a
+formula get a leading ``'`` (``text.spreadsheet_cell``); the JSONL keeps every value exact.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.label_sources import is_stored
 from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
-from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
+from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
+from annotator.text import json_text, spreadsheet_cell
+from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
@@ -38,7 +41,7 @@ LONG_COLUMNS = [
 ]
 
 
-def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
+def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> list[Frame]:
     if not all(is_stored(s) for s in sources):
         raise ReportError("consensus is computed, not stored: export its members' labels and report over"
                           " consensus:<names> on the import")
@@ -59,7 +62,7 @@ def _none(value: str) -> str | None:
     return None if value == "-" else value
 
 
-def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
     """One dict per (trajectory, mode, source) verdict, in trajectory order (the sources of a
     trajectory together, so an import reads one trajectory at a time)."""
     streams = [_source_rows(db, frame, taxonomy) for frame in _frames(db, sources, taxonomy, filters)]
@@ -78,7 +81,7 @@ def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dic
                **_trajectory_fields(frame, i)}
 
 
-def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
     """One dict per (trajectory, source): 1/0 per mode, None where the source left a cell undecided."""
     for frame in _frames(db, sources, taxonomy, filters):
         name = next(iter(frame.labels))
@@ -90,7 +93,7 @@ def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Fil
             yield row
 
 
-def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> list[dict]:
+def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> list[dict]:
     """MAD-style records: ``mast_annotation`` keyed by bare codes, one record per trajectory and source."""
     codes = {m.id: m.code for m in taxonomy.modes}
     out = []
@@ -98,28 +101,29 @@ def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: F
         out.append({
             "mas_name": row["system"], "llm_name": row["model"], "benchmark_name": row["benchmark"],
             "trace_id": row["trajectory_id"], "annotator": row["source"], "outcome": row["outcome"],
-            "mast_annotation": {codes[m]: row[m] for m in taxonomy.mode_ids},
+            "mast_annotation": {codes[m]: row.get(m) for m in taxonomy.mode_ids},
         })
     return out
 
 
 def _cell(value: object) -> object:
+    """A CSV cell: empty for None, JSON for lists and dicts, neutralised for spreadsheets."""
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return orjson.dumps(value).decode()
-    return value
+        value = orjson.dumps(value).decode()
+    return spreadsheet_cell(value)
 
 
 def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
-                 filters: Filters | None = None) -> None:
+                 filters: TrajectoryFilter | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
         for r in long_rows(db, sources, taxonomy, filters):
-            out.write(orjson.dumps(r).decode() + "\n")
+            out.write(json_text(r) + "\n")
         return
     if fmt == "mad-json":
-        out.write(orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")
         return
     if fmt == "csv":
         columns, rows = LONG_COLUMNS, long_rows(db, sources, taxonomy, filters)
@@ -135,7 +139,7 @@ def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy,
         w.writerow([_cell(r.get(c)) for c in columns])
 
 
-def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
+def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> str:
     """The export as one string (small exports and tests); :func:`write_export` streams."""
     buf = io.StringIO()
     write_export(db, fmt, sources, taxonomy, buf, filters)
