@@ -758,5 +758,91 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
     err.print(Text(f"wrote {output}", style="dim"))
 
 
+# ---- working as a team: assign / progress
+
+
+@main.command("assign")
+@click.option("--annotators", required=True, metavar="A,B,...", help="The people to share the trajectories between.")
+@click.option("--overlap", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Share of the trajectories given to two people (labelled blind by both, for agreement).")
+@click.option("--stratify", type=click.Choice(["system"]), help="Balance each person's share within each system.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the choice of overlap items.")
+@_filter_options
+@click.pass_context
+@handled
+def assign_cmd(ctx, annotators, overlap, stratify, seed, system, model, benchmark, outcome, since, until, tag,
+               taxonomy_path):
+    """Share the (filtered) trajectories between people, a share of them labelled twice.
+
+    Each person gets as close to the same number as possible (within each system with
+    --stratify system). Run it again after importing more: only trajectories nobody has yet
+    are given out; earlier assignments stay. `mast annotate --annotator NAME` then shows NAME
+    their own trajectories first, the overlap ones blind.
+
+    \b
+    Examples:
+      mast assign --annotators alice,bob,carol --overlap 0.2 --seed 1
+      mast assign --annotators alice,bob --overlap 0.5 --tag pilot --stratify system
+    """
+    from annotator.annotating.assignments import Candidate, assign
+    from annotator.store import assignments as assigned_store
+    from annotator.store.report_tables import trajectory_rows
+
+    db = _open(ctx)
+    people = [a.strip() for a in annotators.split(",") if a.strip()]
+    rows = trajectory_rows(db, _filters(system, model, benchmark, outcome, since, until, tag).trajectory_filter())
+    before = assigned_store.assigned(db)
+    candidates = [Candidate(r[0], (r[1] or "") if stratify else None) for r in rows]
+    added = assign(db, candidates, people, overlap, seed=seed)
+    after = assigned_store.assigned(db)
+    new = {tid: who for tid, who in after.items() if tid not in before}
+    kept = sum(1 for r in rows if r[0] in before)
+    doubles = sum(1 for who in new.values() if len(who) > 1)
+    out.print(Text(f"assigned {len(new)} trajectories ({doubles} to two people, {added} assignments);"
+                   f" {kept} already assigned, kept"))
+    per = Counter(w for who in new.values() for w in who)
+    total = Counter(w for who in after.values() for w in who)
+    for person in sorted(total):
+        line = Text("  ")
+        line.append(Text(person, style="bold"))
+        line.append(f": {per.get(person, 0)} new, {total[person]} in all")
+        out.print(line)
+
+
+@main.command("progress")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per person.")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
+@click.pass_context
+@handled
+def progress_cmd(ctx, as_json, taxonomy_path):
+    """How far each person is with their assignments, and how they agree where they overlap.
+
+    Per person: assigned, done, in progress, time spent, overlap (their trajectories also given
+    to someone else) and on the overlap both finished, Cohen's κ over the (trajectory, mode)
+    cells, present vs not.
+
+    \b
+    Examples:
+      mast progress
+      mast progress --json
+    """
+    from annotator.annotating.assignments import agreement_text, duration, team_progress
+
+    people = team_progress(_open(ctx), _taxonomy(taxonomy_path).mode_ids)
+    if as_json:
+        sys.stdout.write(orjson.dumps([p.as_dict() for p in people], option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    if not people:
+        out.print("no assignments yet: mast assign --annotators alice,bob --overlap 0.2")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("annotator", "assigned", "done", "in progress", "time", "overlap", "agreement on the overlap"):
+        table.add_column(col, justify="right" if col in ("assigned", "done", "in progress", "time", "overlap") else "left")
+    for p in people:
+        table.add_row(Text(p.annotator), str(p.assigned), str(p.done), str(p.in_progress), duration(p.seconds_spent),
+                      str(p.overlap), agreement_text(p))
+    out.print(table)
+
+
 if __name__ == "__main__":
     main()

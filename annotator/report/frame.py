@@ -44,6 +44,18 @@ class Filters(BaseModel):
     def active(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.model_dump().items() if v is not None}
 
+    def trajectory_filter(self) -> TrajectoryFilter:
+        """The same selection as the store's listing filter."""
+        return TrajectoryFilter(
+            system=self.system,
+            model=self.model,
+            benchmark=self.benchmark,
+            outcome=self.outcome,
+            imported_after=self.since,
+            imported_before=self.until,
+            tag=self.tag,
+        )
+
 
 @dataclass
 class Frame:
@@ -89,16 +101,7 @@ def build(
     """The frame over the trajectories that pass ``filters`` and that every source finished."""
     filters = filters or Filters()
     sources: list[Source] = [resolve(db, name) for name in source_names]
-    flt = TrajectoryFilter(
-        system=filters.system,
-        model=filters.model,
-        benchmark=filters.benchmark,
-        outcome=filters.outcome,
-        imported_after=filters.since,
-        imported_before=filters.until,
-        tag=filters.tag,
-    )
-    rows = report_tables.trajectory_rows(db, flt)
+    rows = report_tables.trajectory_rows(db, filters.trajectory_filter())
     n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(rows):

@@ -276,3 +276,23 @@ def _m004_report(db: Database) -> None:
         "CREATE INDEX idx_label_state_source ON label_state(annotator, trajectory_id, mode_id, label_id)"
     )
     db.execute("DROP INDEX idx_label_state_annotator")
+
+
+@MIGRATIONS(name="005_assignments")
+def _m005_assignments(db: Database) -> None:
+    """Assignments: who is to label which trajectory (``mast assign``).
+
+    A trajectory given to two people is an overlap item, labelled blind by both to measure
+    agreement. Rows are only ever added: re-running ``mast assign`` after an import gives out
+    the new trajectories and keeps every earlier assignment, so work already begun stays put.
+    """
+    db.execute(
+        """
+        CREATE TABLE assignments (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (trajectory_id, annotator)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_assignments_annotator ON assignments(annotator, trajectory_id)")

@@ -9,8 +9,10 @@ import termios
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 from textual.screen import ModalScreen
 
+from annotator.annotating import queue as work
 from annotator.annotating.session import AnnotationSession
 from annotator.settings import Settings
 from annotator.store import data_version, open_db
@@ -33,6 +35,8 @@ class AnnotatorApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "mast annotate"
+    #: Quitting is in every footer: nothing is lost by it, every action is already saved.
+    BINDINGS = [Binding("ctrl+q", "quit", "quit", key_display="^q", priority=True)]
 
     def __init__(self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy) -> None:
         super().__init__()
@@ -118,8 +122,10 @@ class AnnotatorApp(App[None]):
     def _replay_screen(self, trajectory_id: str) -> ReplayScreen:
         """A replay screen of the trajectory, at the position it was left; the queue follows it."""
         self.last_opened = trajectory_id
+        # An overlap item (assigned to someone else too) opens blind: agreement is measured on it.
+        blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator)
         return ReplayScreen(
-            self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id)
+            self.session(trajectory_id), blind=blind, position=self.replay_positions.get(trajectory_id)
         )
 
     def on_unmount(self) -> None:

@@ -106,3 +106,13 @@ def test_narrow_queue(tui_db, snap_compare):
 def test_narrow_replay(tui_db, snap_compare):
     keys = ("R", "j", "j", "3", "j", "j", "j", "j", "e")
     assert snap_compare(make_app(tui_db, "alice"), terminal_size=NARROW, run_before=_opening(*keys))
+
+
+def test_queue_with_assignments(tui_db, snap_compare):
+    """alice's own assignments only, the overlap one shared with bob, and her progress with them."""
+    from annotator.store import assignments, open_db
+
+    db = open_db(tui_db)
+    assignments.add_assignments(db, [("t1", "alice"), ("t1", "bob"), ("t3", "alice"), ("t2", "bob")])
+    db.close()
+    assert snap_compare(make_app(tui_db, "alice"), terminal_size=SIZE)

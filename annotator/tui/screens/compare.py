@@ -72,6 +72,10 @@ class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
             name = self.taxonomy.mode(d.mode_id).name
             table.add_row(Text(d.mode_id), Text(name), Text(d.kind), _cell(d, "left"), _cell(d, "right"))
         summary = Text()
+        if self.left == self.right:
+            summary.append("no one to compare with: nobody else has labelled this trajectory yet", style="bold #ffd75f")
+            self.query_one("#compare-summary", Static).update(summary)
+            return
         summary.append(f"{len(self.rows)} disagreements between ")
         summary.append(inert(self.left), style="bold")
         summary.append(" and ")
