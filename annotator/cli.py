@@ -849,5 +849,32 @@ def progress_cmd(ctx, as_json, taxonomy_path):
     out.print(table)
 
 
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (not local: a token is required).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--token", help="The token every request must carry (default for a non-local --host: a new one, printed in the URL).")
+@click.option("--blind", is_flag=True, help="Every app it starts is blind (suggestions, others' labels, outcomes hidden).")
+@click.pass_context
+@handled
+def serve_cmd(ctx, host, port, token, blind):
+    """Serve the annotation app to browsers: one app per page, each with its own annotator name.
+
+    Open the printed URL and add `&annotator=NAME` (or type the name in the form it shows).
+    Only 127.0.0.1 is served without a token; any other address needs one, and a request
+    without it is refused.
+
+    \b
+    Examples:
+      mast serve                                 # http://127.0.0.1:8000/?annotator=alice
+      mast serve --host 0.0.0.0 --port 8080      # prints http://0.0.0.0:8080/?token=...
+      mast --db study.db serve --host 10.0.0.5 --token s3cret
+    """
+    from annotator.tui.serve import serve
+
+    db = _open(ctx)  # migrated and checked before any browser connects
+    db.close()
+    serve(Path(_settings(ctx).db).resolve(), host=host, port=port, token=token, blind=blind).serve()
+
+
 if __name__ == "__main__":
     main()
