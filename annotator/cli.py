@@ -749,6 +749,8 @@ def assign_cmd(ctx, annotators, overlap, stratify, seed, flt):
       mast assign --annotators alice,bob,carol --overlap 0.2 --seed 1
       mast assign --annotators alice,bob --overlap 0.5 --tag pilot --stratify system
     """
+    from collections import Counter
+
     from annotator.annotating.assignments import Candidate, assign
     from annotator.store import assignments as assigned_store
     from annotator.store.report_tables import trajectory_rows
