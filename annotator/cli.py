@@ -376,7 +376,13 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
 @taxonomy_cmd.command("validate")
 @click.argument("path", type=click.Path(dir_okay=False))
 def taxonomy_validate(path):
-    """Check a custom codebook file and explain every problem found."""
+    """Check a custom codebook file and explain every problem found.
+
+    \b
+    Examples:
+      mast taxonomy validate my-codebook.yaml
+      mast taxonomy --json > mast.json     # the built-in codebook, to start a custom one from
+    """
     tax = _taxonomy(path)
     out.print(
         Text(f"ok: {tax.name} ({tax.version}): {len(tax.categories)} categories, {len(tax.modes)} modes,"
@@ -386,7 +392,13 @@ def taxonomy_validate(path):
 
 @main.command("formats")
 def formats_cmd():
-    """List the import formats and how each is recognised."""
+    """List the import formats and how each is recognised.
+
+    \b
+    Examples:
+      mast formats
+      mast import runs/ --format openai_chat   # force one of the names listed
+    """
     from annotator.importers.registry import registry
 
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -550,10 +562,11 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
 @click.argument("paths", nargs=-1)
 @click.option("--annotator", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task outcomes (agreement studies).")
+@click.option("--adjudicate", metavar="A,B", help="Decide the disagreements of these two people (queue: what they both finished and disagree on).")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
 @click.pass_context
 @handled
-def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
+def annotate_cmd(ctx, paths, annotator, blind, adjudicate, taxonomy_path):
     """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
 
     PATHS, if given, are imported first (files or folders, as with `mast import`; a file that
@@ -566,6 +579,7 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
       mast --db study.db annotate runs/      # import runs/, then annotate
       mast annotate --annotator alice --blind
       mast annotate --taxonomy my-codebook.yaml
+      mast annotate --annotator carol --adjudicate alice,bob
     """
     from annotator.tui.app import make_app
     from annotator.tui.keys import check_hotkeys
@@ -577,7 +591,10 @@ def annotate_cmd(ctx, paths, annotator, blind, taxonomy_path):
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
     settings = _settings(ctx)
-    make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax).run()
+    pair = tuple(_sources((adjudicate,))) if adjudicate else None
+    if pair is not None and len(pair) != 2:
+        _fail("--adjudicate takes two people: A,B")
+    make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, adjudicate=pair).run()
 
 
 # ---- reports: report / agreement / export

@@ -38,8 +38,14 @@ class AnnotatorApp(App[None]):
     #: Quitting is in every footer: nothing is lost by it, every action is already saved.
     BINDINGS = [Binding("ctrl+q", "quit", "quit", key_display="^q", priority=True)]
 
-    def __init__(self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy) -> None:
+    def __init__(
+        self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy,
+        adjudicate: tuple[str, str] | None = None,
+    ) -> None:
         super().__init__()
+        self.adjudicate = adjudicate
+        """Two people whose disagreements this session decides: the queue lists only those
+        trajectories and compare opens on the two."""
         check_hotkeys(taxonomy)
         self.db = open_db(db_path)
         self.annotator = annotator
@@ -144,9 +150,11 @@ def make_app(
     *,
     blind: bool = False,
     taxonomy: Taxonomy | None = None,
+    adjudicate: tuple[str, str] | None = None,
 ) -> AnnotatorApp:
     """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: the settings'
     annotator, ``MAST_ANNOTATOR`` or the OS user, when the app is started without the CLI)."""
     return AnnotatorApp(
-        db_path, annotator or Settings().annotator_name(), blind=blind, taxonomy=taxonomy or load_taxonomy()
+        db_path, annotator or Settings().annotator_name(), blind=blind, taxonomy=taxonomy or load_taxonomy(),
+        adjudicate=adjudicate,
     )

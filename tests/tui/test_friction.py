@@ -113,3 +113,56 @@ async def test_an_annotator_with_assignments_sees_them_first_and_overlap_items_b
         assert app.screen.session.trajectory_id == "t1" and app.screen.blind, "t1 is shared with bob: blind"
         await pilot.press("R")
         assert "bob" not in read_screen(app) and "◇" not in read_screen(app)
+
+
+async def test_adjudicate_from_compare_decides_into_the_adjudicated_source(tui_db, read_screen):
+    from annotator.store import review
+
+    db = open_db(tui_db)
+    labels.add_labels(db, [Label(trajectory_id="t1", mode_id="FM-1.3", annotator="carol", verdict="present",
+                                 onset_step=2, quote="says hello", note="loops")])
+    db.close()
+    app = make_app(tui_db, "dave")
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_trajectory("t1")
+        await pilot.pause()
+        await pilot.press("C")
+        await pilot.pause()
+        compare = app.screen
+        compare.left, compare.right = "bob", "carol"
+        compare._fill()
+        await pilot.press("d")
+        await pilot.pause()
+        text = read_screen(app)
+        assert "A bob / B carol: 2 disagreements, 2 to decide" in text
+        assert 'quote: "says hello"' in text and "note: loops" in text, "the mode under the cursor: FM-1.3"
+        await pilot.press("b", *"carol is right", "enter")
+        await pilot.pause()
+        assert "1 to decide" in read_screen(app)
+        decided = {lab.mode_id: lab for lab in labels.current_labels(app.db, "t1", "adjudicated")}
+        assert decided["FM-1.3"].extra["reason"] == "carol is right" and decided["FM-1.3"].onset_step == 2
+        await pilot.press("u")
+        await pilot.pause()
+        assert not labels.current_labels(app.db, "t1", "adjudicated") and "2 to decide" in read_screen(app)
+
+
+async def test_annotate_adjudicate_lists_what_the_two_disagree_on_and_compare_opens_on_them(tui_db, read_screen):
+    from annotator.store import review
+
+    db = open_db(tui_db)
+    labels.add_labels(db, [Label(trajectory_id="t1", mode_id="FM-1.3", annotator="carol", verdict="present", onset_step=2)])
+    for tid in ("t1", "t2"):
+        for who in ("bob", "carol"):
+            review.set_review(db, tid, who, "done")
+    db.close()
+    app = make_app(tui_db, "dave", adjudicate=("bob", "carol"))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(DataTable)
+        assert [table.get_row_at(i)[0].plain for i in range(table.row_count)] == ["Task t1"], "t2: they agree"
+        assert "adjudicating bob / carol" in read_screen(app)
+        await pilot.press("enter", "C")
+        await pilot.pause()
+        assert (app.screen.left, app.screen.right) == ("bob", "carol")
+        await pilot.press("d")
+        await pilot.pause()
+        assert "A bob / B carol: 2 disagreements, 2 to decide" in read_screen(app)

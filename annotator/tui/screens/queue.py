@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
 from annotator.annotating import queue as work
+from annotator.annotating.adjudication import to_adjudicate
 from annotator.annotating.assignments import summary_line
 from annotator.tui.widgets.text import line
 
@@ -85,15 +86,19 @@ class QueueScreen(Screen[None]):
         return None if value is Select.NULL else str(value)
 
     def _query(self) -> list[work.QueueRow]:
-        return work.queue(
+        rows = work.queue(
             self.app.db,
             self.app.annotator,
             system=self._filter("system"),
             model=self._filter("model"),
             status=self._filter("status"),
             search=self.search,
-            everything=self.everything,
+            everything=self.everything or self.app.adjudicate is not None,
         )
+        if self.app.adjudicate is not None:
+            wanted = set(to_adjudicate(self.app.db, *self.app.adjudicate, self.app.taxonomy))
+            rows = [r for r in rows if r.summary.id in wanted]
+        return rows
 
     def _cells(self, r: work.QueueRow) -> list[Text]:
         s = r.summary
@@ -166,6 +171,10 @@ class QueueScreen(Screen[None]):
             out.append("   showing all (a: mine only)" if self.everything else "   a: show all", style="grey62")
         if self.app.blind:
             out.append("   [BLIND]", style="bold #ff8787")
+        if self.app.adjudicate is not None:
+            out.append("   adjudicating ", style="bold #87d75f")
+            out.append_text(line(" / ".join(self.app.adjudicate), 40, "bold #87d75f"))
+            out.append(": C then d on a trajectory", style="#87d75f")
         if out != self._header_text:
             self._header_text = out
             self.query_one("#queue-header", Static).update(out)

@@ -393,7 +393,7 @@ class ReplayScreen(Screen[None]):
 
             self._say(f"{mode_id}: A onset {onset(left)}, B onset {onset(right)} · o jumps between them")
 
-        self.app.push_screen(CompareScreen(self.session, self.taxonomy), jump)
+        self.app.push_screen(CompareScreen(self.session, self.taxonomy, self.cursor, self.app.adjudicate), jump)
 
     def action_back(self) -> None:
         self.session.close()
