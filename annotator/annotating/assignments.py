@@ -26,10 +26,6 @@ from annotator.store import assignments as store
 from annotator.store import labels as label_store
 from annotator.store import review
 
-#: How trajectories may be stratified: the column of each whose values get their own balance.
-STRATA = ("system",)
-
-
 class AssignmentError(AnnotatorError):
     """Assignments that cannot be made as asked (fewer than two people for an overlap, ...)."""
 
