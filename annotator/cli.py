@@ -782,6 +782,7 @@ def assign_cmd(ctx, annotators, overlap, stratify, seed, flt):
     from annotator.annotating.assignments import Candidate, assign
     from annotator.store import assignments as assigned_store
     from annotator.store.report_tables import trajectory_rows
+    from annotator.text import inert
 
     db = _open(ctx)
     people = [a.strip() for a in annotators.split(",") if a.strip()]
@@ -799,7 +800,7 @@ def assign_cmd(ctx, annotators, overlap, stratify, seed, flt):
     total = Counter(w for who in after.values() for w in who)
     for person in sorted(total):
         line = Text("  ")
-        line.append(Text(person, style="bold"))
+        line.append(Text(inert(person), style="bold"))
         line.append(f": {per.get(person, 0)} new, {total[person]} in all")
         out.print(line)
 
@@ -822,10 +823,11 @@ def progress_cmd(ctx, as_json, taxonomy_path):
       mast progress --json
     """
     from annotator.annotating.assignments import agreement_text, duration, team_progress
+    from annotator.text import inert
 
     people = team_progress(_open(ctx), _taxonomy(taxonomy_path).mode_ids)
     if as_json:
-        sys.stdout.write(orjson.dumps([p.as_dict() for p in people], option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text([p.as_dict() for p in people], option=orjson.OPT_INDENT_2) + "\n")
         return
     if not people:
         out.print("no assignments yet: mast assign --annotators alice,bob --overlap 0.2")
@@ -834,7 +836,7 @@ def progress_cmd(ctx, as_json, taxonomy_path):
     for col in ("annotator", "assigned", "done", "in progress", "time", "overlap", "agreement on the overlap"):
         table.add_column(col, justify="right" if col in ("assigned", "done", "in progress", "time", "overlap") else "left")
     for p in people:
-        table.add_row(Text(p.annotator), str(p.assigned), str(p.done), str(p.in_progress), duration(p.seconds_spent),
+        table.add_row(Text(inert(p.annotator)), str(p.assigned), str(p.done), str(p.in_progress), duration(p.seconds_spent),
                       str(p.overlap), agreement_text(p))
     out.print(table)
 
