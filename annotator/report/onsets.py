@@ -60,12 +60,13 @@ def onset_records(frame: Frame, present: np.ndarray, on: np.ndarray, rel: np.nda
 
 
 def relative_histogram(rel: np.ndarray, bins: int = 10) -> list[dict]:
-    """How many onsets fall in each tenth of the run (all modes together); ``rel`` as from
-    :func:`onset_matrices`."""
+    """How many onsets fall in each tenth of the run (all modes together), up to the last tenth
+    that holds one; ``rel`` as from :func:`onset_matrices`."""
     rel = rel.ravel()
     rel = rel[~np.isnan(rel)]
     counts, edges = np.histogram(np.clip(rel, 0, 1), bins=bins, range=(0, 1))
-    return [{"from": num(edges[i], 3), "to": num(edges[i + 1], 3), "onsets": int(counts[i])} for i in range(bins)]
+    last = int(np.flatnonzero(counts).max()) + 1 if counts.any() else bins
+    return [{"from": num(edges[i], 3), "to": num(edges[i + 1], 3), "onsets": int(counts[i])} for i in range(last)]
 
 
 def against_attributions(db: Database, frame: Frame, first: np.ndarray) -> list[dict]:
