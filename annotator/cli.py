@@ -174,6 +174,8 @@ def _import(db, paths, fmt, opts, quiet: bool):
                       for f in summary.files if f.skipped)
     for why, n in sorted(skipped.items(), reverse=True):
         line += f", {n} skipped ({why})"
+    if unsupported := sum(1 for f in summary.files if f.unsupported):
+        line += f", {unsupported} unsupported"
     out.print(Text(line, style="bold"), soft_wrap=True)
     for f in failed:
         err.print(Text(f"failed: {f.error}", style="red"))
@@ -184,7 +186,10 @@ def _print_file_result(f) -> None:
     if not f.ok:
         return
     if f.skipped:
-        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped))
+        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped), soft_wrap=True)
+        return
+    if f.unsupported:
+        out.print(Text.assemble((f"{'unsupported':<14} ", "yellow"), f.path, ": ", f.unsupported), soft_wrap=True)
         return
     parts = [f"{f.imported} imported"] if f.imported else []
     if f.updated:
