@@ -14,11 +14,13 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator import __version__
+from annotator.errors import ReportError
 from annotator.label_sources import SourceKind
 from annotator.report import bootstrap, comparisons, cooccurrence, findings, onsets, predictors, prevalence
-from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
+from annotator.report.frame import FAILED, GROUP_COLUMNS, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 #: Rows of the per-trajectory table shown by the terminal, Markdown and HTML renderings.
 DISPLAY_ROWS = 50
@@ -143,13 +145,16 @@ def build_report(
     db: Database,
     source: str,
     taxonomy: Taxonomy,
-    filters: Filters | None = None,
+    filters: TrajectoryFilter | None = None,
     by: tuple[str, ...] = ("system", "model"),
     seed: int = 0,
     replicates: int = 1000,
     row_limit: int | None = DISPLAY_ROWS,
 ) -> Document:
-    """The full report over one label source."""
+    """The full report over one label source, grouped ``by`` columns of GROUP_COLUMNS."""
+    unknown = [c for c in by if c not in GROUP_COLUMNS]
+    if unknown:
+        raise ReportError(f"unknown column(s) {', '.join(unknown)} to group by; choose from {', '.join(GROUP_COLUMNS)}")
     frame = build(db, [source], taxonomy, filters)
     lab = frame.labels[source]
     present, known = lab.present, lab.known
