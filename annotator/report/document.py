@@ -134,10 +134,16 @@ def _onset_section(db: Database, frame: Frame, present: np.ndarray, onset: np.nd
     if attributed:
         tables.append(Table(
             "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
-            ["attributed_by", "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff",
-             "with_agent", "same_agent"], attributed,
-            ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
-             " is the earliest over all modes present."]))
+            ["attributed_by", "attributed", "step_n", "step_accuracy", "step_accuracy_ci_low",
+             "step_accuracy_ci_high", "agent_n", "agent_accuracy", "agent_accuracy_ci_low", "agent_accuracy_ci_high",
+             "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff", "with_agent",
+             "same_agent"], attributed,
+            ["Step and agent accuracy as Who&When scores attribution (Zhang et al., ICML 2025): the earliest onset"
+             " over all modes present is the predicted step, its agent the predicted agent; over every attributed"
+             " trajectory counted, a trajectory without an onset is a miss; Wilson 95% intervals. Steps compared"
+             " as integers, agents as whole names.",
+             "exact, within 1 and 3, abs diff, same agent: over the trajectories with an attributed step and an"
+             " onset by the source."]))
     return Section("Where things break", tables)
 
 
