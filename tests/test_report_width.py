@@ -1,8 +1,8 @@
 """Readable at 100 columns: every table of a full report and agreement fits, no cell cropped.
 
 Each table is rendered the way the terminal renderer prints it; rich's own column widths are
-checked against every cell: a number or a short key must fit on one line, free text (titles,
-mode lists) may wrap at its cap but is never cut with an ellipsis.
+checked against every cell: a number or a short key must fit on one line; free text (titles,
+mode lists) gets at least its cap and may end in an ellipsis beyond it (JSON and CSV hold it all).
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ def _check(doc) -> None:
                         assert content >= max(map(len, cells)), (table.name, column.header, cells)
     render(doc, console)
     text = console.export_text()
-    assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= WIDTH
 
 

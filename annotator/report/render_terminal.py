@@ -84,11 +84,13 @@ def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> lis
 
 def _widths(headers: list[str], rows: list[list[str]], cols: list[int], width: int) -> dict[int, int]:
     """Each printed column's width: its content's, then widened towards its header on one line
-    while the table still fits. Widths are fixed, so rich never crops a cell to fit."""
+    and its longest text unwrapped while the table still fits. Widths are fixed, so rich never
+    crops a cell to fit."""
     need = {i: _need(headers[i], [r[i] for r in rows]) for i in cols}
+    full = {i: max([len(heading(headers[i]))] + [len(r[i]) for r in rows]) for i in cols}
     spare = width - sum(w + _GUTTER for w in need.values())
-    for i in cols:
-        grow = min(max(0, len(heading(headers[i])) - need[i]), max(0, spare))
+    for i in sorted(cols, key=lambda c: full[c] - need[c]):  # the smallest shortfall first: most columns unwrapped
+        grow = min(max(0, full[i] - need[i]), max(0, spare))
         need[i] += grow
         spare -= grow
     return need
@@ -104,8 +106,10 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
         rt = RichTable(title=Text(inert(caption), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
                        pad_edge=False, padding=(0, 1), header_style="bold")
         for i, w in _widths(headers, rows, cols, width).items():
-            text = headers[i] in TEXT_COLUMNS  # text wraps at its cap; numbers never wrap
-            rt.add_column(Text(heading(headers[i])), justify="left" if text else "right", overflow="fold", width=w)
+            if headers[i] in TEXT_COLUMNS:  # free text beyond its cap ends in an ellipsis (json/csv have it all)
+                rt.add_column(Text(heading(headers[i])), overflow="ellipsis", no_wrap=True, width=w)
+            else:  # numbers never wrap or crop; their header wraps between words
+                rt.add_column(Text(heading(headers[i])), justify="right", overflow="fold", width=w)
         for row in rows:
             rt.add_row(*(Text(inert(row[i])) for i in cols))
         if not rows:
