@@ -86,12 +86,16 @@ COMMANDS: dict[str, list[list[str]]] = {
     "export": [["-s", ANNOTATOR, "--format", f] for f in ("jsonl", "csv", "wide-csv", "mad-json")],
     "prelabel": [["--labeller", "rules", "-q"], ["--model", "m", "--dry-run", "--system", "sys" + HOSTILE]],
     "taxonomy": [[], ["--json"]],
+    "sources": [[], ["--json"]],
     "formats": [[]],
     "annotate": [["--help"]],
+    "assign": [["--annotators", ANNOTATOR + ",bob", "--overlap", "0.5"]],
+    "progress": [[], ["--json"]],
+    "serve": [["--help"]],
 }
 
 #: Commands whose output carries no data from the database or the files.
-NO_DATA = {"taxonomy", "formats", "annotate", "prelabel"}
+NO_DATA = {"taxonomy", "formats", "annotate", "prelabel", "serve"}
 
 
 def test_every_command_has_a_row():

@@ -228,3 +228,22 @@ def reviewers(db: Database) -> list[str]:
             "SELECT DISTINCT annotator FROM review_state WHERE status = 'done' ORDER BY annotator"
         )
     ]
+
+
+def source_names(db: Database) -> list[str]:
+    """Every name labels or review states stand under (people, runs, imported sets), sorted."""
+    return [r[0] for r in db.execute(
+        "SELECT annotator FROM label_state UNION SELECT annotator FROM review_state ORDER BY 1")]
+
+
+def trajectory_ids(db: Database) -> list[str]:
+    """Every trajectory id, sorted."""
+    return [r[0] for r in db.execute("SELECT id FROM trajectories ORDER BY id")]
+
+
+def last_activity(db: Database) -> dict[str, str]:
+    """Per annotator, when it last wrote a label or changed a review state (ISO 8601 text)."""
+    return dict(db.execute(
+        "SELECT annotator, max(t) FROM (SELECT annotator, max(created_at) AS t FROM labels GROUP BY annotator"
+        " UNION ALL SELECT annotator, max(updated_at) FROM review_state GROUP BY annotator) GROUP BY annotator"
+    ).fetchall())

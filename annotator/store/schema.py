@@ -327,3 +327,23 @@ def _m005_short_imports(db: Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX idx_pending_labels_token ON pending_labels(token)")
+
+
+@MIGRATIONS(name="006_assignments")
+def _m006_assignments(db: Database) -> None:
+    """Assignments: who is to label which trajectory (``mast assign``).
+
+    A trajectory given to two people is an overlap item, labelled blind by both to measure
+    agreement. Rows are only ever added: re-running ``mast assign`` after an import gives out
+    the new trajectories and keeps every earlier assignment, so work already begun stays put.
+    """
+    db.execute(
+        """
+        CREATE TABLE assignments (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (trajectory_id, annotator)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_assignments_annotator ON assignments(annotator, trajectory_id)")
