@@ -42,10 +42,11 @@ def queue(
     model: str | None = None,
     status: ReviewStatus | None = None,
     search: str | None = None,
+    tag: str | None = None,
 ) -> list[QueueRow]:
     """The trajectories matching the filters, with this annotator's status and waiting suggestions."""
     flt = TrajectoryFilter(
-        system=system, model=model, search=search or None, review_status=status, annotator=annotator
+        system=system, model=model, search=search or None, review_status=status, annotator=annotator, tag=tag
     )
     states = {s.trajectory_id: s.status for s in review.review_states(db, annotator)}
     pending = suggestions.pending_counts(db, annotator)

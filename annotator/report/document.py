@@ -15,6 +15,7 @@ from sqlite_utils import Database
 
 from annotator import __version__
 from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
+from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from taxonomy import Taxonomy
@@ -105,8 +106,11 @@ def build_report(
     seed: int = 0,
     replicates: int = 1000,
     row_limit: int | None = DISPLAY_ROWS,
+    audit: str | None = None,
+    audit_sample: str | None = None,
 ) -> Document:
-    """The full report over one label source."""
+    """The full report over one label source; with ``audit`` (the people who checked a sample of
+    it), also its estimates corrected by prediction-powered inference."""
     frame = build(db, [source], taxonomy, filters)
     lab = frame.labels[source]
     present, known = lab.present, lab.known
@@ -211,6 +215,9 @@ def build_report(
             ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
              " is the earliest over all modes present."]))
     head = header("report", frame, [source], seed, replicates)
+    if audit is not None:
+        corrected, head["audit"] = audit_section(db, source, audit, taxonomy, filters, by, audit_sample)
+        sections.insert(1, corrected)
     head["strongest_predictor"] = top
     head["by"] = list(by)
     return Document("report", head, sections)

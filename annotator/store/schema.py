@@ -276,3 +276,55 @@ def _m004_report(db: Database) -> None:
         "CREATE INDEX idx_label_state_source ON label_state(annotator, trajectory_id, mode_id, label_id)"
     )
     db.execute("DROP INDEX idx_label_state_annotator")
+
+
+@MIGRATIONS(name="005_audit_samples")
+def _m005_audit_samples(db: Database) -> None:
+    """Audit samples: which trajectories a judge labelled were chosen for people to check, how.
+
+    A judge-corrected estimate is only as good as the sample behind it: the design (the label
+    source it was drawn from, seed, stratification, each stratum's size and how many were drawn
+    from it) and each chosen trajectory's stratum and inclusion probability are kept, so the
+    report can weight a stratified sample (Horvitz–Thompson) and say how it was drawn. The
+    sample's tag is its name: ``--tag`` selects its trajectories in every command, whatever
+    a later re-import does to the trajectories' own metadata.
+    """
+    db.execute(
+        """
+        CREATE TABLE samples (
+            tag TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            stratify TEXT,
+            seed INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            population INTEGER NOT NULL,
+            strata TEXT NOT NULL DEFAULT '{}',
+            filters TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE sample_items (
+            tag TEXT NOT NULL REFERENCES samples(tag),
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            stratum TEXT NOT NULL,
+            inclusion_probability REAL NOT NULL,
+            PRIMARY KEY (tag, trajectory_id)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_sample_items_trajectory ON sample_items(trajectory_id)")
+
+
+@MIGRATIONS(name="006_blind_reviews")
+def _m006_blind_reviews(db: Database) -> None:
+    """Whether a person worked blind: suggestions anchor people (automation bias).
+
+    ``blind`` is 1 while every write to a review was made with suggestions, other people's
+    labels and outcomes hidden, and 0 once any was made with them in view; NULL for reviews
+    recorded before this was kept (unknown, never guessed). Agreement with a judge measured on
+    blind reviews against reviews that saw its suggestions tells how much the suggestions
+    moved people. Each review event records the mode of the session that wrote it.
+    """
+    db.execute("ALTER TABLE review_state ADD COLUMN blind INTEGER")
+    db.execute("ALTER TABLE review_events ADD COLUMN blind INTEGER")

@@ -85,7 +85,8 @@ class TrajectoryFilter(BaseModel):
     annotator: str | None = None
     imported_after: datetime | None = None
     imported_before: datetime | None = None
-    tag: str | None = Field(None, description="A value the trajectory's metadata 'tags' list holds.")
+    tag: str | None = Field(None, description="A value the trajectory's metadata 'tags' list holds, or an audit"
+                                              " sample's tag.")
 
 
 def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
@@ -307,8 +308,10 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
             )
             params.extend([flt.annotator, flt.review_status])
     if flt.tag is not None:
-        where.append("EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)")
-        params.append(flt.tag)
+        # A tag is a value of the metadata's 'tags' list or the name of an audit sample (migration 005).
+        where.append("(EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
+                     " OR EXISTS (SELECT 1 FROM sample_items si WHERE si.trajectory_id = t.id AND si.tag = ?))")
+        params.extend([flt.tag, flt.tag])
     return where, params
 
 

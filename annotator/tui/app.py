@@ -33,12 +33,16 @@ class AnnotatorApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "mast annotate"
 
-    def __init__(self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy) -> None:
+    def __init__(
+        self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy, tag: str | None = None
+    ) -> None:
         super().__init__()
         check_hotkeys(taxonomy)
         self.db = open_db(db_path)
         self.annotator = annotator
         self.blind = blind
+        self.tag = tag
+        """Only trajectories with this tag (an audit sample's) are queued."""
         self.taxonomy = taxonomy
         self.queue_ids: list[str] = []
         self.last_opened: str | None = None
@@ -95,7 +99,9 @@ class AnnotatorApp(App[None]):
     def session(self, trajectory_id: str) -> AnnotationSession:
         """The annotation session of a trajectory; kept, so undo still works after coming back."""
         if trajectory_id not in self._sessions:
-            self._sessions[trajectory_id] = AnnotationSession(self.db, trajectory_id, self.annotator, self.taxonomy)
+            self._sessions[trajectory_id] = AnnotationSession(
+                self.db, trajectory_id, self.annotator, self.taxonomy, blind=self.blind
+            )
         return self._sessions[trajectory_id]
 
     def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
@@ -137,8 +143,9 @@ def make_app(
     *,
     blind: bool = False,
     taxonomy: Taxonomy | None = None,
+    tag: str | None = None,
 ) -> AnnotatorApp:
     """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: env / OS user)."""
     return AnnotatorApp(
-        db_path, annotator or default_annotator(), blind=blind, taxonomy=taxonomy or load_taxonomy()
+        db_path, annotator or default_annotator(), blind=blind, taxonomy=taxonomy or load_taxonomy(), tag=tag
     )

@@ -82,6 +82,7 @@ class QueueScreen(Screen[None]):
             model=self._filter("model"),
             status=self._filter("status"),
             search=self.search,
+            tag=self.app.tag,
         )
 
     def _cells(self, r: work.QueueRow) -> list[Text]:

@@ -1,0 +1,216 @@
+"""Judge-corrected estimates: a report's section when people audited a sample of a judge's run.
+
+Three estimates side by side for each quantity, each with its 95% interval: the judge alone
+over its N trajectories (naive: treats the judge as truth), the audited people alone over their
+n, and prediction-powered inference (:mod:`annotator.report.ppi`: the judge on all N corrected
+by the people-minus-judge difference on the n). Quantities: each mode's prevalence, overall
+and per group; the failed-minus-successful prevalence gap (PPI on the failed and on the
+successful trajectories, which are disjoint, so the variances add); the mean number of modes
+per failed trajectory. ``n_effective`` is how many audited trajectories the people-only
+estimate would need for PPI's precision.
+
+The audited trajectories are those of the sample (``mast sample``) that the people finished;
+a stratified sample is weighted by 1/π per stratum, π = audited / stratum size, so a stratum
+the people left partly undone is weighted by what they did. Without a stored sample every
+trajectory both sources finished counts, as if drawn at random, and the section says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlite_utils import Database
+from statsmodels.stats.proportion import confint_proportions_2indep
+
+from annotator.errors import ReportError
+from annotator.report import ppi
+from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.prevalence import wilson
+from annotator.report.tables import Section, Table, num
+from annotator.store.samples import Sample, get_sample, latest_sample, sample_items
+from taxonomy import Taxonomy
+
+ESTIMATE_COLUMNS = ["n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human", "human_ci_low",
+                    "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "n_effective", "lambda"]
+
+
+class Audit:
+    """The judge's frame, the audited rows in it, their people's labels and weights."""
+
+    def __init__(self, frame: Frame, source: str, people: Frame, audit: str, sample: Sample | None,
+                 items: dict[str, str]) -> None:
+        self.frame, self.sample = frame, sample
+        judge = frame.labels[source]
+        self.judge_present, self.judge_known = judge.present, judge.known
+        self.yhat_all = judge.present.astype(float)  # an unknown verdict predicts absent: PPI stays unbiased
+        self.judge_counts = self.yhat_all.sum(axis=1)
+        where = {t: i for i, t in enumerate(people.ids.tolist())}
+        in_sample = [i for i, t in enumerate(frame.ids.tolist()) if t in where and (sample is None or t in items)]
+        self.rows = np.asarray(in_sample, dtype=np.int64)
+        mine = np.asarray([where[t] for t in frame.ids[self.rows].tolist()], dtype=np.int64)
+        person = people.labels[audit]
+        self.y, self.y_known = person.present[mine].astype(float), person.known[mine]
+        self.weights: np.ndarray | None = None
+        self.audited_outside = len(people.ids) - len(self.rows) if sample is None else sum(
+            1 for t in people.ids.tolist() if t not in items and t in set(frame.ids.tolist()))
+        if sample is not None and sample.stratify:
+            strata = np.asarray([items[t] for t in frame.ids[self.rows].tolist()], dtype=object)
+            done = {h: int((strata == h).sum()) for h in sample.strata}
+            self.weights = np.asarray([sample.strata[h][0] / done[h] for h in strata.tolist()], dtype=float)
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+
+def _count(value: float) -> int | None:
+    """An effective sample size as a whole number of trajectories (None where undefined)."""
+    return int(round(value)) if np.isfinite(value) else None
+
+
+def _clip(est: ppi.Estimates, low: float | None, high: float | None) -> ppi.Estimates:
+    if low is None:
+        return est
+    return ppi.Estimates(est.value, est.se, np.clip(est.low, low, high), np.clip(est.high, low, high))
+
+
+def _record(n: int, big_n: int, judge: ppi.Estimates, people: ppi.Estimates, corrected: ppi.Estimates,
+            lam: np.ndarray, bounds: tuple[float | None, float | None] = (None, None)) -> dict:
+    n_effective = ppi.effective_n(n, people, corrected)[0]
+    people, corrected = _clip(people, *bounds), _clip(corrected, *bounds)
+    out = {"n_audit": n, "n_total": big_n}
+    for name, e in (("judge", judge), ("human", people), ("ppi", corrected)):
+        out[name] = num(e.value[0])
+        out[f"{name}_ci_low"] = num(e.low[0])
+        out[f"{name}_ci_high"] = num(e.high[0])
+    out["n_effective"] = _count(n_effective)
+    out["lambda"] = num(lam[0], 4)
+    return out
+
+
+def _subset(a: Audit, mask_all: np.ndarray, column: int):
+    """The audited rows inside ``mask_all`` whose people's verdict on ``column`` is known: the
+    people's values, the judge's predictions there and on every row of the mask, the weights."""
+    inside = mask_all[a.rows] & a.y_known[:, column]
+    rows = a.rows[inside]
+    w = None if a.weights is None else a.weights[inside]
+    return a.y[inside, column], a.yhat_all[rows, column], a.yhat_all[mask_all, column], w
+
+
+def _prevalence(a: Audit, mask_all: np.ndarray, column: int) -> dict:
+    y, yhat, yall, w = _subset(a, mask_all, column)
+    known = a.judge_known[mask_all, column]
+    count = (a.judge_present[mask_all, column] & known).sum()
+    nobs = known.sum()
+    lo, hi = wilson(np.asarray([count]), np.asarray([nobs]))
+    share = np.asarray([count / nobs if nobs else np.nan])
+    judge = ppi.Estimates(share, np.zeros(1), lo, hi)
+    people = ppi.classical(y, w)
+    corrected, lam = ppi.ppi(y, yhat, yall, w)
+    return _record(len(y), int(mask_all.sum()), judge, people, corrected, lam, bounds=(0.0, 1.0))
+
+
+def _gap(a: Audit, mask_all: np.ndarray, column: int) -> dict:
+    failed, succeeded = mask_all & (a.frame.failed == FAILED), mask_all & (a.frame.failed == SUCCEEDED)
+    parts = [_subset(a, m, column) for m in (failed, succeeded)]
+    counts = [(a.judge_present[m, column] & a.judge_known[m, column]).sum() for m in (failed, succeeded)]
+    nobs = [a.judge_known[m, column].sum() for m in (failed, succeeded)]
+    if min(nobs) > 0:
+        diff = counts[0] / nobs[0] - counts[1] / nobs[1]
+        lo, hi = confint_proportions_2indep(counts[0], nobs[0], counts[1], nobs[1], method="newcomb", compare="diff")
+    else:
+        diff = lo = hi = np.nan
+    judge = ppi.Estimates(np.asarray([diff]), np.zeros(1), np.asarray([lo]), np.asarray([hi]))
+    people = ppi.difference(*(ppi.classical(y, w) for y, _, _, w in parts))
+    fits = [ppi.ppi(y, yhat, yall, w) for y, yhat, yall, w in parts]
+    corrected = ppi.difference(fits[0][0], fits[1][0])
+    out = {"n_audit_failed": len(parts[0][0]), "n_audit_succeeded": len(parts[1][0]),
+           "n_total": int((failed | succeeded).sum())}
+    for name, e in (("judge", judge), ("human", people), ("ppi", corrected)):
+        out[f"gap_pp_{name}"] = num(e.value[0] * 100)
+        out[f"{name}_gap_ci_low_pp"] = num(e.low[0] * 100)
+        out[f"{name}_gap_ci_high_pp"] = num(e.high[0] * 100)
+    out["n_effective"] = _count(ppi.effective_n(len(parts[0][0]) + len(parts[1][0]), people, corrected)[0])
+    return out
+
+
+def _mean_modes(a: Audit, mask_all: np.ndarray) -> dict:
+    failed = mask_all & (a.frame.failed == FAILED)
+    complete = a.y_known.all(axis=1)
+    inside = failed[a.rows] & complete
+    rows = a.rows[inside]
+    y = a.y[inside].sum(axis=1)
+    w = None if a.weights is None else a.weights[inside]
+    yall = a.judge_counts[failed]
+    judge = ppi.classical(yall)
+    people = ppi.classical(y, w)
+    corrected, lam = ppi.ppi(y, a.judge_counts[rows], yall, w)
+    return _record(len(y), int(failed.sum()), judge, people, corrected, lam)
+
+
+def _design(a: Audit, audit: str) -> list[str]:
+    s = a.sample
+    if s is None:
+        return [f"No audit sample is stored for this source: the {a.n} trajectories {audit} finished are used as"
+                " if drawn at random, which holds only if they were (draw one with `mast sample`)."]
+    design = f"stratified by {s.stratify}, weighted by 1/inclusion probability" if s.stratify else "simple random"
+    notes = [f"Audit sample {s.tag!r} ({design}, seed {s.seed}): {s.size} of {s.population} trajectories drawn from"
+             f" {s.source}; {a.n} of them finished by {audit}."]
+    if a.audited_outside:
+        notes.append(f"{a.audited_outside} trajectories {audit} finished outside the sample are not used.")
+    return notes
+
+
+NOTES = [
+    "judge: the judge alone over all its trajectories (Wilson interval; gap: Newcombe), as if it were"
+    " truth. human: the audited people alone (CLT interval, weighted when stratified). ppi:"
+    " prediction-powered inference (Angelopoulos et al., Science 2023), the judge on all N corrected by"
+    " the people on the n audited; lambda is its PPI++ power tuning (1 = plain PPI, used below 10"
+    " audited positives).",
+    "n_effective: how many audited trajectories people alone would need for PPI's precision."
+    " An interval is empty where the audited values do not vary (no positive seen); with fewer than 10"
+    " audited positives every interval of that mode is rough.",
+]
+
+
+def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, filters: Filters | None,
+                  by: tuple[str, ...], sample_tag: str | None = None) -> tuple[Section, dict]:
+    """The judge-corrected section of a report over ``source``, audited by ``audit``, and what
+    the header says about the audit."""
+    if audit == source:
+        raise ReportError("--audit names the people who checked the source, not the source itself")
+    sample = get_sample(db, sample_tag) if sample_tag else latest_sample(db, source)
+    if sample is not None and sample.source != source:
+        raise ReportError(f"sample {sample.tag!r} was drawn from {sample.source}, not from {source}")
+    frame = build(db, [source], taxonomy, filters)
+    people = build(db, [audit], taxonomy, filters)
+    items = {i.trajectory_id: i.stratum for i in sample_items(db, sample.tag)} if sample else {}
+    a = Audit(frame, source, people, audit, sample, items)
+    if a.n < 2:
+        raise ReportError(f"{audit} finished {a.n} of the audited trajectories of {source}: PPI needs at least 2")
+    everything = np.ones(frame.n, dtype=bool)
+    modes = frame.mode_ids
+    tables = [Table("prevalence_ppi", "Prevalence per mode: judge alone, audited people alone, judge corrected (PPI)",
+                    ["mode", *ESTIMATE_COLUMNS], [{"mode": m, **_prevalence(a, everything, j)}
+                                                  for j, m in enumerate(modes)], _design(a, audit))]
+    for column in by:
+        levels = sorted(set(frame.groups[column].tolist()))
+        records = [{column: g, "mode": m, **_prevalence(a, frame.groups[column] == g, j)}
+                   for g in levels for j, m in enumerate(modes)]
+        tables.append(Table(f"prevalence_ppi_by_{column}", f"Prevalence per mode by {column} (judge, people, PPI)",
+                            [column, "mode", *ESTIMATE_COLUMNS], records))
+    gap_columns = ["mode", "n_audit_failed", "n_audit_succeeded", "n_total", "gap_pp_judge", "judge_gap_ci_low_pp",
+                   "judge_gap_ci_high_pp", "gap_pp_human", "human_gap_ci_low_pp", "human_gap_ci_high_pp",
+                   "gap_pp_ppi", "ppi_gap_ci_low_pp", "ppi_gap_ci_high_pp", "n_effective"]
+    tables.append(Table("gap_ppi", "Failed minus successful prevalence in percentage points (judge, people, PPI)",
+                        gap_columns, [{"mode": m, **_gap(a, everything, j)} for j, m in enumerate(modes)]))
+    mean_rows = [{"group": "all", **_mean_modes(a, everything)}]
+    for column in by:
+        for g in sorted(set(frame.groups[column].tolist())):
+            mean_rows.append({"group": f"{column}={g}", **_mean_modes(a, frame.groups[column] == g)})
+    tables.append(Table("mean_modes_ppi", "Mean distinct modes per failed trajectory (judge, people, PPI)",
+                        ["group", *ESTIMATE_COLUMNS], mean_rows))
+    s = a.sample
+    head = {"audit": audit, "audited": a.n, "sample": None if s is None else {
+        "tag": s.tag, "stratify": s.stratify, "seed": s.seed, "size": s.size, "population": s.population,
+        "strata": {h: {"trajectories": p, "drawn": d} for h, (p, d) in s.strata.items()}}}
+    return Section("Judge corrected by the audit (prediction-powered inference)", tables, NOTES), head
