@@ -53,7 +53,7 @@ def _open(ctx: click.Context):
 
 
 def _taxonomy(path: str | None):
-    from taxonomy import TaxonomyError, load_taxonomy
+    from annotator.taxonomy import TaxonomyError, load_taxonomy
 
     try:
         return load_taxonomy(path)
@@ -97,6 +97,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
 @click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option("--strict", is_flag=True, help="Fail a file with any warning (unknown record kinds, unnamed tool calls ...).")
 @click.option(
     "--ground-truth",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -105,7 +106,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary.")
 @click.pass_context
 @handled
-def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, ground_truth, quiet):
+def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_size, strict, ground_truth, quiet):
     """Import trajectory files, folders or glob patterns.
 
     Each file is imported whole or not at all; a bad file is reported with its line or
@@ -120,7 +121,8 @@ def import_cmd(ctx, paths, fmt, system, model, benchmark, skip_bad_lines, max_si
     from annotator.importers.base import ImportOptions
 
     opts = ImportOptions(
-        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, ground_truth=ground_truth
+        system=system, model=model, benchmark=benchmark, skip_bad_lines=skip_bad_lines, strict=strict,
+        ground_truth=ground_truth,
     )
     if max_size is not None:
         opts.max_bytes = max_size
@@ -133,7 +135,7 @@ def _import(db, paths, fmt, opts, quiet: bool):
     """Import with a progress bar, print one line per file (unless quiet) and the totals."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from annotator.importers.service import import_planned, plan_imports
+    from annotator.importers.importing import import_planned, plan_imports
 
     files = plan_imports(paths)
     if not files:
@@ -188,8 +190,12 @@ def _print_file_result(f) -> None:
     if f.skipped_lines:
         parts.append(f"{len(f.skipped_lines)} bad line(s) skipped: {', '.join(map(str, f.skipped_lines[:10]))}")
     out.print(Text.assemble((f"{f.format:<14} ", "cyan"), f.path, ": ", ", ".join(parts) or "nothing"), soft_wrap=True)
-    for w in f.warnings:
-        out.print(Text(f"  warning: {w}", style="yellow"), soft_wrap=True)
+    for what, by_reason in (("folded", f.ledger.folded_by), ("dropped", f.ledger.dropped_by)):
+        if by_reason:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in by_reason.most_common())
+            out.print(Text(f"  {what}: {reasons}", style="dim"), soft_wrap=True)
+    for (kind, _), line in zip(f.ledger.warnings, f.ledger.warning_lines(), strict=True):
+        out.print(Text(f"  warning ({kind}): {line}", style="yellow"), soft_wrap=True)
 
 
 @main.command("list")
@@ -213,7 +219,8 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
       mast list --outcome failure --system MetaGPT
       mast list --status done --annotator alice --json
     """
-    from annotator.store.trajectories import TrajectoryFilter, list_trajectories
+    from annotator.store.trajectories import list_trajectories
+    from annotator.views import TrajectoryFilter
 
     if status and not annotator:
         annotator = _default_annotator()
@@ -256,7 +263,7 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
 
 
 def _default_annotator() -> str:
-    from annotator.annotation import default_annotator
+    from annotator.annotating.session import default_annotator
 
     return default_annotator()
 
@@ -276,8 +283,9 @@ def show_cmd(ctx, trajectory, step, limit, raw):
       mast show 7d7a048670901feb
       mast show 7d7a --step 12
     """
-    from annotator.render import plain_header, plain_step
+    from annotator.store import steps as sq
     from annotator.store import trajectories as tq
+    from annotator.text import plain_header, plain_step
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
@@ -288,14 +296,14 @@ def show_cmd(ctx, trajectory, step, limit, raw):
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
     if step is not None:
-        write(plain_step(tq.get_step(db, traj_id, step)))
+        write(plain_step(sq.get_step(db, traj_id, step)))
         return
     write(plain_header(summary))
     sys.stdout.flush()  # the header shows at once, before any step is read
     start, page = 0, 200
     shown = 0
     while True:
-        chunk = tq.get_steps(db, traj_id, start, page)
+        chunk = sq.get_steps(db, traj_id, start, page)
         for s in chunk:
             if limit is not None and shown >= limit:
                 return
@@ -444,12 +452,12 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     from rich.progress import Progress as Bar
 
-    from annotator.labelling import service
+    from annotator.labelling import prelabel
     from annotator.labelling.judge import JudgeSettings
 
     db = _open(ctx)
     if resume is not None:
-        run, opts = service.resume_run(db, resume)
+        run, opts = prelabel.resume_run(db, resume)
     else:
         judge = None
         if labeller == "llm":
@@ -459,7 +467,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
             judge = JudgeSettings(models=list(models), base_url=base_url, prompt=prompt, samples=samples,
                                   temperature=temp, max_input_tokens=max_input_tokens,
                                   max_output_tokens=max_output_tokens)
-        opts = service.PrelabelOptions(
+        opts = prelabel.PrelabelOptions(
             labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
             outcome=outcome, limit=limit, judge=judge, definitions_path=definitions, api_key_env=api_key_env,
             concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost,
@@ -467,14 +475,14 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
             taxonomy_path=taxonomy_path,
         )
         if dry_run:
-            est = service.estimate(db, opts)
+            est = prelabel.estimate(db, opts)
             cost = f"{est.cost_usd:.4f} USD" if est.price_known else "unknown (model not in the price table: give --price-in/--price-out)"
             out.print(Text(
                 f"dry run: {est.trajectories} trajectories, {est.requests} requests ({est.cached} cached),"
                 f" ~{est.tokens_in:,} input and ~{est.tokens_out:,} output tokens, estimated cost {cost}."
                 " Nothing was sent.", style="bold"))
             return
-        run, opts = service.start_run(db, opts)
+        run, opts = prelabel.start_run(db, opts)
     priced = run.params.get("price_known", True)
 
     def cost(usd: float) -> str:
@@ -493,7 +501,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
             bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
 
         try:
-            final = asyncio.run(service.execute(db, run, opts, on_progress=on_progress, on_batch=on_batch,
+            final = asyncio.run(prelabel.execute(db, run, opts, on_progress=on_progress, on_batch=on_batch,
                                                 resume_batch=resume_batch))
         except KeyboardInterrupt:
             err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
@@ -739,17 +747,17 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
       mast export -s mad-human-1,mad-human-2,mad-human-3 --format wide-csv -o humans.csv
       mast export -s run:3 --format mad-json -o judge_mad.json
     """
-    from annotator.report.export import write
+    from annotator.report.export import write_export
 
     db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
     filters = _filters(system, model, benchmark, outcome, since, until, tag)
     if output is None:
-        write(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
+        write_export(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
         return
     partial = Path(output + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="") as fh:
-            write(db, fmt, _sources(sources), taxonomy, fh, filters)
+            write_export(db, fmt, _sources(sources), taxonomy, fh, filters)
         partial.replace(output)
     except OSError as exc:
         _fail(f"{output}: cannot write: {exc.strerror or exc}")

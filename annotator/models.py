@@ -12,7 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from annotator.label_sources import run_source
+
 SCHEMA_VERSION = 1
+#: The ``format`` tag of every line of a label export (what ``mast import`` detects it by).
+LABEL_EXPORT_FORMAT = "mast-labels"
 
 StepKind = Literal[
     "message",
@@ -183,7 +187,7 @@ class LabelRun(_Model):
     @property
     def annotator(self) -> str:
         """The annotator name its labels are stored under."""
-        return f"run:{self.id}"
+        return run_source(self.id)
 
 
 class Attribution(_Model):

@@ -42,7 +42,7 @@ from annotator.store import open_db
 from annotator.store.requests import item_counts
 from annotator.store.runs import create_run
 from annotator.store.trajectories import get_trajectory, save_trajectory
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 LATENCY = 0.2
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,9 +44,9 @@ P_SUCCEEDED = np.array([.12, .02, .20, .02, .10, .02, .08, .06, .01, .02, .10, .
 def generate(path: Path) -> None:
     """Write the benchmark database with bulk inserts (one transaction per table and source)."""
     from annotator.models import LabelRun
-    from annotator.store import bulk, open_db
+    from annotator.store import open_db, synthetic
     from annotator.store.runs import create_run
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     tax = load_taxonomy()
     rng = np.random.default_rng(42)
@@ -57,7 +57,7 @@ def generate(path: Path) -> None:
     db = open_db(path)
     stamp = datetime.now(UTC).isoformat()
     system, model, bench = rng.integers(0, 5, n), rng.integers(0, 4, n), rng.integers(0, 3, n)
-    bulk.insert_trajectory_rows(db, (
+    synthetic.insert_trajectory_rows(db, (
         {"id": ids[i], "schema_version": 1, "source_format": "bench", "title": f"bench {i}",
          "system": SYSTEMS[system[i]], "model": MODELS[model[i]], "benchmark": BENCHMARKS[bench[i]],
          "outcome": "failure" if failed[i] else "success", "metadata": "{}", "content_hash": ids[i],
@@ -77,22 +77,22 @@ def generate(path: Path) -> None:
         rows, cols = np.indices((n, k))
         verdicts = np.where(seen, "present", "absent").ravel()
         onsets = np.where(seen, steps, -1).ravel()
-        bulk.insert_label_cells(db, (
+        synthetic.insert_label_cells(db, (
             (t, source, m, v, None if o < 0 else int(o))
             for t, m, v, o in zip(ids[rows.ravel()], modes[cols.ravel()], verdicts, onsets, strict=True)
         ), provenance=provenance, taxonomy_hash=tax.version_hash)
-    bulk.insert_reviews_done(db, "alice", ids.tolist())
+    synthetic.insert_reviews_done(db, "alice", ids.tolist())
     db.conn.execute("ANALYZE")
     db.close()
 
 
 def round_trip(which: str) -> None:
     """Time one step of the export/import round trip in this process and print its figures."""
-    from annotator.importers.service import import_paths
-    from annotator.report.export import write
+    from annotator.importers.importing import import_paths
+    from annotator.report.export import write_export
     from annotator.report.frame import Filters
     from annotator.store import open_db
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     if which == "export":
         db = open_db(DB_PATH)
@@ -104,7 +104,7 @@ def round_trip(which: str) -> None:
     start, cpu_start = time.perf_counter(), _cpu()
     if which == "export":
         with EXPORT_PATH.open("w", encoding="utf-8") as fh:
-            write(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, Filters(system="AG2"))
+            write_export(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, Filters(system="AG2"))
         with EXPORT_PATH.open("rb") as fh:
             detail = f"{sum(1 for _ in fh):,} rows, {EXPORT_PATH.stat().st_size / 1e6:.0f} MB"
     else:
@@ -128,7 +128,7 @@ def child(which: str) -> None:
     from annotator.report.agreement_report import build_agreement
     from annotator.report.document import build_report
     from annotator.store import open_db
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     db = open_db(DB_PATH)
     tax = load_taxonomy()

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from sklearn.metrics import confusion_matrix
 
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.store import open_db
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mad_human_sample"
 HUMANS = ("mad-human-1", "mad-human-2", "mad-human-3")

@@ -35,7 +35,7 @@ def shared_data() -> Path:
 @pytest.fixture
 def sample_db(db):
     """A database with every file of trajectories/ imported."""
-    from annotator.importers.service import import_paths
+    from annotator.importers.importing import import_paths
 
     summary = import_paths(db, [TRAJECTORIES])
     assert not summary.failed, [f.error for f in summary.failed]

@@ -6,7 +6,7 @@ from annotator.models import Label, Step, Trajectory
 from annotator.store.labels import add_labels
 from annotator.store.review import set_review
 from annotator.store.trajectories import save_trajectory
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 MODES = load_taxonomy().mode_ids
 

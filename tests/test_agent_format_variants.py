@@ -189,7 +189,7 @@ def test_codex_events_enrich_items(tmp_path):
     assert [s.kind for s in steps] == ["system", "tool_call", "tool_result", "error", "event"]
     assert (steps[1].tokens_in, steps[1].tokens_out) == (9, 2)
     assert steps[2].attributes["exit_code"] == 1
-    assert rec.warnings == ["1 unknown event(s) of type 'event_msg/brand_new_event' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'event_msg/brand_new_event' kept as a generic step"]
 
 
 def test_codex_exit_code_arriving_before_the_output_is_kept(tmp_path):
@@ -254,7 +254,7 @@ def test_traces_of_other_instrumentation_are_left_out(tmp_path):
         {"spans": [*OTLP["resourceSpans"][0]["scopeSpans"][0]["spans"], http]}]}]}
     _, records = _import(_write_json(tmp_path / "export.json", doc))
     assert len(records) == 2
-    assert records[0].warnings == ["1 trace(s) without LLM, tool or agent spans left out"]
+    assert records[0].ledger.dropped_by == {"trace without LLM, tool or agent spans": 1}
     only_http = {"resourceSpans": [{"scopeSpans": [{"spans": [http]}]}]}
     f = _write_json(tmp_path / "http.json", only_http)
     f.write_bytes(f.read_bytes().replace(b'"http.method"', b'"gen_ai.system"'))
@@ -275,7 +275,7 @@ def test_openhands_v1_events(tmp_path):
     assert (steps[3].content, steps[3].tool_args, steps[3].link) == ("renaming the file", '{"command": "mv a.py b.py"}', 4)
     assert steps[6].content == "rejected: dangerous" and steps[6].link == 5
     assert steps[-1].content == "Renamed a.py to b.py." and rec.trajectory.task == "Rename a.py"
-    assert rec.warnings == ["1 unknown event(s) of type 'HologramEvent' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'HologramEvent' kept as a generic step"]
     name, [again] = _import(_write_jsonl(tmp_path / "events.jsonl", V1_EVENTS))
     assert name == "openhands_v1" and [s.kind for s in again.trajectory.steps] == [s.kind for s in steps]
 

@@ -14,7 +14,7 @@ import pytest
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions, registry
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.store.trajectories import list_trajectories
 
 FORMATS = Path(__file__).resolve().parents[2] / "shared" / "data" / "formats"
@@ -95,7 +95,7 @@ def test_unknown_event_types_are_kept_and_counted(tmp_path):
     [rec] = _read_all(odd, "claude_code")
     events = [s for s in rec.trajectory.steps if s.kind == "event"]
     assert len(events) == 2 and events[0].attributes["unknown_type"] == "hologram"
-    assert rec.warnings == ["2 unknown event(s) of type 'hologram' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'hologram' kept as a generic step (2 times)"]
 
 
 def test_unknown_inspect_and_openhands_events(tmp_path):
@@ -105,7 +105,7 @@ def test_unknown_inspect_and_openhands_events(tmp_path):
     f.write_bytes(orjson.dumps(log))
     [rec] = _read_all(f, "inspect_ai")
     assert [s.content for s in rec.trajectory.steps if s.kind == "event"][0].startswith("[telepathy]")
-    assert rec.warnings == ["1 unknown event(s) of type 'telepathy' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'telepathy' kept as a generic step"]
 
 
 def _mutants(value: object, rng: random.Random, n: int) -> list[object]:

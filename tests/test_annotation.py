@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotator import queue as work
-from annotator.annotation import AlreadyDecided, AnnotationSession, ModeNotTagged, NothingToUndo, disagreements
+from annotator.annotating import queue as work
+from annotator.annotating.compare import disagreements
+from annotator.annotating.session import AlreadyDecided, AnnotationSession, ModeNotTagged, NothingToUndo
 from annotator.models import Label, LabelRun, Step, Trajectory
 from annotator.store import labels, review, runs
 from annotator.store.suggestions import pending_counts
 from annotator.store.trajectories import save_trajectory
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 
@@ -176,7 +177,7 @@ def test_queue_filters_progress_and_next_unfinished(db):
     assert work.queue(db, "alice", search="absentword") == []
     assert work.next_unfinished(rows).summary.id == "b"
     assert work.next_unfinished(rows, after="b").summary.id == "c"
-    assert work.progress(db, "alice") == work.Progress(done=1, in_progress=0, total=3)
+    assert work.progress(db, "alice") == work.AnnotatorProgress(done=1, in_progress=0, total=3)
     review.set_review(db, "b", "alice", "in_progress")
     review.set_review(db, "c", "bob", "done")
-    assert work.progress(db, "alice") == work.Progress(done=1, in_progress=1, total=3)
+    assert work.progress(db, "alice") == work.AnnotatorProgress(done=1, in_progress=1, total=3)

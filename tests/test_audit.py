@@ -16,16 +16,16 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from annotator.annotation import AnnotationSession
+from annotator.annotating.session import AnnotationSession
 from annotator.cli import main
 from annotator.models import Label
-from annotator.queue import queue
+from annotator.annotating.queue import queue
 from annotator.store import open_db
 from annotator.store.labels import add_labels, current_labels
 from annotator.store.samples import get_sample, sample_items
 from tests.openai_server import FakeOpenAI
 from tests.report_data import MODES, add_trajectory
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 ppi_py = pytest.importorskip("ppi_py")
 TAX = load_taxonomy()

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from annotator.importers.base import ImportOptions, registry
-from annotator.importers.service import import_file, import_paths
+from annotator.importers.importing import import_file, import_paths
 from annotator.store.trajectories import get_trajectory, list_trajectories
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_subagents"
@@ -133,7 +133,7 @@ def test_progress_lines_stay_when_the_subagent_file_is_missing(project):
     (project / SID / "subagents" / f"agent-{B}.jsonl").unlink()
     rec = _read(project / f"{SID}.jsonl")
     assert [s.attributes["unknown_type"] for s in rec.trajectory.steps if s.kind == "event"] == ["progress"]
-    assert "1 unknown event(s) of type 'progress' kept as generic steps" in rec.warnings
+    assert "unknown event of type 'progress' kept as a generic step" in rec.warnings
 
 
 def test_bad_line_in_a_subagent_file(db, project):

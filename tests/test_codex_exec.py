@@ -11,7 +11,7 @@ import orjson
 
 from annotator.importers.base import ImportOptions
 from annotator.importers.detect import detect
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.models import HIDDEN
 from annotator.store.trajectories import get_trajectory
 
@@ -88,7 +88,7 @@ def test_failed_turn_is_a_failure_with_its_error(tmp_path):
     assert [(s.kind, s.content) for s in traj.steps] == [
         ("tool_call", "make test"), ("error", "stream disconnected before completion")]
     assert traj.steps[0].attributes["incomplete"] is True and traj.steps[0].link is None
-    assert rec.warnings == ["1 item(s) started but never completed kept as incomplete calls"]
+    assert rec.warnings == ["item started but never completed kept as an incomplete call"]
 
 
 def test_unknown_events_and_items_are_kept_and_counted(tmp_path):
@@ -103,8 +103,8 @@ def test_unknown_events_and_items_are_kept_and_counted(tmp_path):
     steps = rec.trajectory.steps
     assert [s.kind for s in steps] == ["event", "event", "message"]
     assert [s.attributes["unknown_type"] for s in steps[:2]] == ["item/hologram", "session.teleported"]
-    assert rec.warnings == ["1 unknown event(s) of type 'item/hologram' kept as generic steps",
-                            "1 unknown event(s) of type 'session.teleported' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'item/hologram' kept as a generic step",
+                            "unknown event of type 'session.teleported' kept as a generic step"]
 
 
 def test_resumed_thread_continues_and_usage_is_summed(tmp_path):

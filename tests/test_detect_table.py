@@ -31,8 +31,28 @@ def expected_format(path: Path) -> str | None:
         return "who_and_when"
     if path.name == "mad_human_sample.json":
         return "mad_human"
+    if "real_world" in parts:
+        return REAL_WORLD[parts[parts.index("real_world") + 1]]
     raise AssertionError(f"no expectation for {path}")
 
+
+#: The real-world files by the format each must be detected as: the first folder below
+#: ``real_world`` (a conversation folder) or the file itself.
+REAL_WORLD = {
+    "claude_code_2.1_short.jsonl": "claude_code",
+    "gemini_cli_session.json": "gemini_cli",
+    "inspect_ai_model_graded_security-guide.json": "inspect_ai",
+    "litellm_completion_log_claude-sonnet-4.json": "openai_chat",
+    "openhands_v1_conversation": "openhands_v1",
+    "otel_genai_convention_spans.json": "otel_genai",
+    "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
+    "tau_bench_airline_few_shot.jsonl": "tau_bench",
+}
+#: Real-world files today's detection does not yet place; each entry is removed with the fix.
+NOT_YET_DETECTED = {
+    "gemini_cli_session.json",
+    "tau_bench_airline_few_shot.jsonl",
+}
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
 FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code"}
@@ -47,7 +67,16 @@ def test_the_table_covers_the_samples():
         "swe_agent", "who_and_when", "mad_human", None}
 
 
-@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[2])) for p in FILES])
+def _marks(path: Path) -> list:
+    """Strict xfail for a real-world file whose detection is not fixed yet."""
+    parts = path.parts
+    if "real_world" in parts and parts[parts.index("real_world") + 1] in NOT_YET_DETECTED:
+        return [pytest.mark.xfail(strict=True, reason="not detected yet")]
+    return []
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_marks(p)) for p in FILES],
+                         ids=[str(p.relative_to(p.parents[2])) for p in FILES])
 def test_detection(path: Path):
     want = expected_format(path)
     if want is None:

@@ -1,4 +1,6 @@
-"""The floors of the house stay apart: textual only in the TUI, openai only in labelling/llm.py."""
+"""The floors of the house stay apart: textual only in the TUI, openai only in labelling/llm.py,
+the TUI reaches the store only through the annotation core, and the plain views and the text
+guard sit below the store."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "annotator").rglob("*.py")) + sorted((ROOT / "taxonomy").rglob("*.py"))
+SOURCES = sorted((ROOT / "annotator").rglob("*.py"))
 
 
 def _imports(path: Path) -> set[str]:
@@ -17,6 +19,18 @@ def _imports(path: Path) -> set[str]:
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
+    return names
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every absolute module imported, and ``module.name`` for each name taken from a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -36,6 +50,49 @@ def test_textual_only_in_tui():
 def test_openai_only_in_llm_module():
     allowed = ROOT / "annotator" / "labelling" / "llm.py"
     offenders = [str(p.relative_to(ROOT)) for p in SOURCES if "openai" in _imports(p) and p != allowed]
+    assert offenders == []
+
+
+def test_tui_only_opens_and_watches_the_store():
+    """The TUI reads and writes through ``annotator.annotating``; of the store it may only open the
+    database and watch its data version."""
+    allowed = {"annotator.store.open_db", "annotator.store.data_version"}
+    offenders = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in SOURCES
+        if p.relative_to(ROOT).parts[:2] == ("annotator", "tui")
+        for name in _imported_names(p)
+        if (name == "annotator.store" or name.startswith("annotator.store.")) and name not in allowed
+    }
+    assert sorted(offenders) == []
+
+
+def test_views_and_text_guard_sit_below_the_store():
+    """The plain read models and the guard that makes text inert import nothing of the store, so
+    every front end (and the store itself) can use them."""
+    modules = [ROOT / "annotator" / "views.py", ROOT / "annotator" / "text.py"]
+    offenders = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in modules
+        for name in _imported_names(p)
+        if name == "annotator.store" or name.startswith("annotator.store.")
+    }
+    assert all(p.is_file() for p in modules) and sorted(offenders) == []
+
+
+def test_only_annotator_is_a_package():
+    """The wheel installs one top-level package: the codebook's model ships inside ``annotator``,
+    and the repository's ``taxonomy/`` folder holds only the codebook's data."""
+    assert not list((ROOT / "taxonomy").glob("*.py"))
+    assert (ROOT / "annotator" / "taxonomy" / "__init__.py").is_file()
+
+
+#: Module names that say how or for whom rather than what a module holds.
+VAGUE_MODULE_NAMES = {"service", "bulk", "utils", "util", "helpers", "misc", "common"}
+
+
+def test_modules_are_named_by_what_they_hold():
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p.stem in VAGUE_MODULE_NAMES]
     assert offenders == []
 
 
@@ -64,3 +121,32 @@ def test_cli_help_does_not_import_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Full dotted names of the absolute imports of a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_report_does_not_import_importers():
+    """Reports read the store; what an importer knows that a report needs lives below both."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "annotator" / "report").rglob("*.py"))
+        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _module_imports(p))
+    ]
+    assert offenders == []
+
+
+def test_source_names_are_spelled_in_one_module():
+    """The ``run:`` grammar of label source names lives in annotator/label_sources.py alone."""
+    home = ROOT / "annotator" / "label_sources.py"
+    offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p != home and '"run:' in p.read_text(encoding="utf-8")]
+    assert offenders == []

@@ -160,7 +160,7 @@ def test_codex_dedupes_event_msg_and_hides_encrypted_reasoning():
     assert [s.content for s in steps if s.kind == "tool_result"] == ["./alpha.txt\n./beta.txt", "Done!",
                                                                       '{"status":"ok"}']
     assert steps[-1].kind == "event" and steps[-1].attributes["unknown_type"] == "future_synthetic_record"
-    assert rec.warnings == ["1 unknown event(s) of type 'future_synthetic_record' kept as generic steps"]
+    assert rec.warnings == ["unknown event of type 'future_synthetic_record' kept as a generic step"]
 
 
 def test_claude_code_summary_is_title_and_results_pair():
@@ -173,7 +173,7 @@ def test_claude_code_summary_is_title_and_results_pair():
 
 
 def test_reimport_is_a_no_op(db):
-    from annotator.importers.service import import_paths
+    from annotator.importers.importing import import_paths
 
     itbench = Path(__file__).parent / "fixtures" / "itbench_run"
     first = import_paths(db, [FORMATS, itbench])

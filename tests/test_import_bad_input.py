@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from annotator.cli import main
 from annotator.importers.base import ImportOptions
-from annotator.importers.service import import_file, import_paths
+from annotator.importers.importing import import_file, import_paths
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import list_trajectories
 

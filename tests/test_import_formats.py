@@ -9,7 +9,7 @@ import pytest
 
 from annotator.importers.base import ImportOptions
 from annotator.importers.detect import detect
-from annotator.importers.service import import_file
+from annotator.importers.importing import import_file
 from annotator.models import HIDDEN
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories
@@ -161,7 +161,8 @@ def test_mad_full_records(db, tmp_path):
                 "trace": {"trajectory": text}, "mast_annotation": {"1.1": 0}}]
     result = import_file(db, _write(tmp_path / "MAD_full_dataset.json", records))
     assert (result.format, result.imported, result.labels) == ("mad_full", 2, 4)
-    assert result.warnings == ["record 1: unknown MAST code '9.9' kept in the raw record only"]
+    assert result.warnings == ["record 1: unknown MAST code '9.9' kept in the raw record only",
+                               "trajectory without a task (2 times)"]
     first, second = result.trajectory_ids
     assert first != second  # trace_id is not unique on its own
     labels = {lab.mode_id: lab.verdict for lab in current_labels(db, first)}

@@ -10,7 +10,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotator.errors import ReportError
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.models import Label
 from annotator.report import agreement as ag
 from annotator.report import gwet
@@ -18,7 +18,7 @@ from annotator.report.agreement_report import build_agreement
 from annotator.report.formatting import display
 from annotator.report.sources import resolve
 from annotator.store.labels import add_labels, label_rows
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 HUMANS = ["mad-human-1", "mad-human-2", "mad-human-3"]

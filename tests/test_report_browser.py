@@ -11,7 +11,7 @@ from tests.report_data import add_trajectory, known_prevalence_db, label_all
 
 from annotator.report import render_html
 from annotator.report.document import build_report
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",

@@ -10,15 +10,15 @@ import pytest
 from tests.report_data import MODES, add_trajectory, known_prevalence_db, label_all
 
 from annotator.errors import NotFound, ReportError
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.models import Label
 from annotator.report import export
 from annotator.report.document import build_report
 from annotator.store import open_db
 from annotator.store.labels import add_labels, current_labels
 from annotator.store.step_heads import get_step_head
-from annotator.store.trajectories import PLACEHOLDER, get_step, get_steps, step_previews
-from taxonomy import load_taxonomy
+from annotator.store.steps import PLACEHOLDER, get_step, get_steps, step_previews
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 _FIELDS = ("trajectory_id", "annotator", "mode_id", "verdict", "onset_step", "evidence_steps", "quote", "note",

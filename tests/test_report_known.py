@@ -11,7 +11,7 @@ from annotator.report.document import build_report
 from annotator.report.frame import Filters
 from annotator.store.review import set_review
 from annotator.store.runs import create_run
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 
@@ -134,9 +134,9 @@ def test_prevalence_homogeneity_by_system(known_db):
 
 
 def test_first_onset_against_who_and_when_attributions(db, shared_data):
-    from annotator.importers.service import import_paths
+    from annotator.importers.importing import import_paths
     from annotator.store.attributions import attributions
-    from annotator.store.trajectories import get_step
+    from annotator.store.steps import get_step
 
     files = [shared_data / "who_and_when" / f"Hand-Crafted_{i}.json" for i in (1, 2, 3)]
     assert not import_paths(db, files).failed

@@ -13,7 +13,7 @@ from rich.console import Console
 from annotator.report import render_csv, render_html, render_json, render_md, render_terminal
 from annotator.report.agreement_report import build_agreement
 from annotator.report.document import build_report
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 HOSTILE = '<script>alert("x")</script><b>bold</b> [red]markup[/red] | pipe \x1b[31mred'

@@ -100,7 +100,7 @@ def test_fisher_risk_and_odds_ratio_hand(db):
     from report_data import add_trajectory, label_all
 
     from annotator.report.document import build_report
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     # FM-1.1 present in 8 failed and 2 successful, absent in 1 failed and 5 successful
     cells = [("failure", True)] * 8 + [("success", True)] * 2 + [("failure", False)] * 1 + [("success", False)] * 5
@@ -147,7 +147,7 @@ def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
 
     from annotator.report import predictors
     from annotator.report.frame import build
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     rng = np.random.default_rng(0)
     x = rng.random((120, 2)) < 0.4
@@ -189,7 +189,7 @@ def test_logit_clusters_by_task_when_tasks_repeat(db):
 
     from annotator.report import predictors
     from annotator.report.frame import build
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     rng = np.random.default_rng(4)
     x = rng.random((150, 2)) < 0.4
@@ -258,7 +258,7 @@ def test_onset_differences_and_cooccurrence_lift(db):
 
     from annotator.report.cooccurrence import cooccurrence
     from annotator.report.frame import build
-    from taxonomy import load_taxonomy
+    from annotator.taxonomy import load_taxonomy
 
     d = ag.onset_differences(np.array([[3.0, np.nan]]), np.array([[5.0, 1.0]]), np.array([[True, True]]))
     assert d[0, 0] == 2 and np.isnan(d[0, 1])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from annotator.models import Step, Trajectory
-from annotator.store.step_heads import HEAD_CHARS, get_step_head
-from annotator.store.trajectories import delete_trajectory, get_step, save_trajectory, step_previews
+from annotator.store.step_heads import get_step_head
+from annotator.store.steps import get_step, step_previews
+from annotator.store.trajectories import delete_trajectory, save_trajectory
+from annotator.views import HEAD_CHARS
 
 
 def _traj(content: str, h: str) -> Trajectory:

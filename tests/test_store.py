@@ -27,20 +27,17 @@ from annotator.store.labels import (
 from annotator.store.review import finished_by, get_review, review_states, set_review
 from annotator.store.runs import create_run, get_run, list_runs, update_run
 from annotator.store.schema import MIGRATIONS
+from annotator.store.search import search_steps
+from annotator.store.steps import count_steps, get_step, get_steps, step_previews
 from annotator.store.trajectories import (
-    TrajectoryFilter,
-    count_steps,
     delete_trajectory,
-    get_step,
-    get_steps,
     get_summary,
     get_trajectory,
     list_trajectories,
     resolve_id,
     save_trajectory,
-    search_steps,
-    step_previews,
 )
+from annotator.views import TrajectoryFilter
 
 
 def _traj(tid: str = "t1", n: int = 5, system: str = "AG2", text: str = "step") -> Trajectory:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from taxonomy import BUILTIN_PATH, TaxonomyError, load_taxonomy
+from annotator.taxonomy import BUILTIN_PATH, TaxonomyError, load_taxonomy
 
 
 def test_builtin_has_14_modes_in_3_categories():

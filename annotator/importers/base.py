@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class ImportOptions:
     model: str | None = None
     benchmark: str | None = None
     skip_bad_lines: bool = False
+    #: Any accounting warning fails the file (nothing of it is written).
+    strict: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
     #: Folder of ground-truth files that importers able to score a run use for its outcome.
     ground_truth: Path | None = None
@@ -49,12 +52,18 @@ class ImportedRecord:
     trajectory: Trajectory
     labels: list[Label] = field(default_factory=list)
     attributions: list[Attribution] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    #: What became of each raw record of the file read for this trajectory, and the warnings.
+    ledger: Ledger = field(default_factory=Ledger)
     #: The trajectory is only a placeholder for its labels (a label export): it is saved only
     #: when its id is new, and its labels are merged whether or not it was.
     stub: bool = False
     #: A stub's number of steps in the original (a stub stores no steps).
     stub_steps: int = 0
+
+    @property
+    def warnings(self) -> list[str]:
+        """The ledger's warnings as lines."""
+        return self.ledger.warning_lines()
 
 
 class Importer:

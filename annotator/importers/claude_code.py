@@ -30,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
@@ -47,10 +48,10 @@ _COMPACTION = "agent-acompact-"
 
 
 class _Session:
-    def __init__(self, folded: set[str] = frozenset()) -> None:
+    def __init__(self, ledger: Ledger | None = None, folded: set[str] = frozenset()) -> None:
         self.folded = folded  # sub-agents whose own files are read with the session
         self.agent_calls: dict[str, str] = {}  # sub-agent id -> tool_use id of its launching call
-        self.out = StepList()
+        self.out = StepList(ledger)
         self.blocks: dict[str, set[bytes]] = {}  # message id -> blocks already emitted
         self.usage_done: set[str] = set()
         self.meta: dict = {}
@@ -202,10 +203,9 @@ class ClaudeCode(Importer):
             meta[HIDDEN] = {"result": s.result}
         main = s.out.require(path, "messages")
         task = next((st.content for st in main if st.role == "user" and st.kind == "message"), None)
-        steps, more = main, []
+        steps = main
         if files:
-            steps, meta["subagents"], more = _fold_subagents(main, files, s, opts)
-        warnings = s.out.warnings() + more
+            steps, meta["subagents"] = _fold_subagents(main, files, s, opts)
         meta["agents"] = sorted({st.agent for st in steps if st.agent and st.agent not in ("user", "environment", "system")})
         title = s.title or f"claude session {session}"
         if session_of(path) is not None:
@@ -223,7 +223,7 @@ class ClaudeCode(Importer):
             raw=raw,
             steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=s.out.ledger)
 
 
 def session_of(path: Path) -> Path | None:
@@ -246,26 +246,25 @@ def _agent_id(path: Path) -> str:
 
 
 def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
-                    opts: ImportOptions) -> tuple[list[Step], list[dict], list[str]]:
-    """The session's steps with each sub-agent's folded in under its launching call, the
+                    opts: ImportOptions) -> tuple[list[Step], list[dict]]:
+    """The session's steps with each sub-agent's folded in under its launching call and the
     sub-agents as metadata (with each file's hash, so a change to one is a change to the
-    trajectory), and warnings."""
+    trajectory); warnings go to the session's ledger."""
     calls = {st.call_id: st for st in main if st.kind == "tool_call" and st.tool_name in _SUBAGENT_TOOLS}
     order, parents = list(main), {id(st): main[st.parent] if st.parent is not None else None for st in main}
-    described, warnings = [], []
+    described, ledger = [], s.out.ledger
     for f in files:
         data = f.read_bytes()
         info = {"file": f"{f.parent.parent.name}/subagents/{f.name}", "sha256": fingerprint(data)}
         if f.name.startswith(_COMPACTION):
             described.append({**info, "folded": False})
-            warnings.append(f"{f.name}: context-compaction transcript, not folded in")
+            ledger.warn("incomplete", f"{f.name}: context-compaction transcript, not folded in")
             continue
-        sub, bad = _Session(), []
+        sub, bad = _Session(ledger), []
         for lineno, rec in iter_jsonl(f, opts, bad, data):
             sub.line(lineno, rec, f)
         if bad:
-            warnings.append(f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")
-        s.out.unknown.update(sub.out.unknown)
+            ledger.warn("incomplete", f"{f.name}: {len(bad)} bad line(s) skipped: {', '.join(map(str, bad[:10]))}")
         agent_id = _agent_id(f)
         call = calls.get(s.agent_calls.get(agent_id)) or _call_by_prompt(calls.values(), sub.out.steps)
         name = next((st.agent for st in sub.out.steps if st.role == "assistant"), f"subagent {agent_id}")
@@ -278,13 +277,13 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
         described.append({**info, "agent_id": agent_id, "call_id": call.call_id if call else None,
                           "model": sub.model, "steps": len(sub.out.steps), "folded": True})
         if call is None and sub.out.steps:
-            warnings.append(f"{f.name}: launching Task call not found; folded in by time")
+            ledger.warn("incomplete", f"{f.name}: launching Task call not found; folded in by time")
     for i, st in enumerate(order):
         st.index = i
     for st in order:
         parent = parents[id(st)]
         st.parent = parent.index if parent is not None else None
-    return order, described, warnings
+    return order, described
 
 
 def _call_by_prompt(calls, steps: list[Step]) -> Step | None:

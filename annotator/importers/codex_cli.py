@@ -19,6 +19,7 @@ from pathlib import Path
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
+from annotator.importers.media import media_text, scrub_data_uris
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_json_maybe, parse_time, plain
 from annotator.importers.steps import str_or_none
@@ -45,10 +46,18 @@ class Rollout:
     final_message: str | None = None
 
 
+def _part_text(part: object) -> str:
+    if isinstance(part, dict) and "text" in part:
+        return as_text(part["text"])
+    media = media_text(part)
+    return as_text(part) if media is None else media
+
+
 def _text(content: object) -> str:
+    """A content value as text: parts joined, images (``input_image``) as a placeholder."""
     if isinstance(content, list):
-        return "\n".join(as_text(p.get("text")) if isinstance(p, dict) and "text" in p else as_text(p) for p in content)
-    return as_text(content)
+        return "\n".join(_part_text(p) for p in content)
+    return scrub_data_uris(as_text(content))
 
 
 class _Reader:
@@ -175,4 +184,4 @@ class CodexCLI(Importer):
             raw=raw,
             steps=r.steps.require(path, "response items"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=r.steps.warnings())
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=r.steps.ledger)

@@ -300,9 +300,7 @@ class CodexExec(Importer):
             meta: dict = {"thread_id": t.thread_id or None, "turns": t.turns, "usage": t.usage}
             if t.failures:
                 meta[HIDDEN] = {"turn_failed": t.failures}
-            warnings = out.warnings()
-            if incomplete:
-                warnings.append(f"{incomplete} item(s) started but never completed kept as incomplete calls")
+            out.ledger.warn("incomplete", "item started but never completed kept as an incomplete call", incomplete)
             thread = t.thread_id or path.stem
             traj = Trajectory(
                 id=stable_id(self.name, thread, path.name),
@@ -316,4 +314,4 @@ class CodexExec(Importer):
                 raw=raw,
                 steps=steps,
             )
-            yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+            yield ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)

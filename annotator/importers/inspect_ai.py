@@ -21,6 +21,7 @@ import orjson
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
+from annotator.importers.media import media_text, scrub_data_uris
 from annotator.importers.reading import load_json
 from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import HIDDEN, Trajectory
@@ -45,9 +46,10 @@ def _resolve(value: object, attachments: dict) -> object:
 
 
 def _content(content: object) -> tuple[str, str]:
-    """(text, reasoning) of a message content: a string or a list of typed parts."""
+    """(text, reasoning) of a message content: a string or a list of typed parts (images and
+    other media as a placeholder)."""
     if isinstance(content, str) or content is None:
-        return content or "", ""
+        return scrub_data_uris(content or ""), ""
     text, reasoning = [], []
     for part in content if isinstance(content, list) else [content]:
         if isinstance(part, dict) and part.get("type") == "reasoning":
@@ -55,6 +57,8 @@ def _content(content: object) -> tuple[str, str]:
                 reasoning.append(str(part.get("reasoning") or ""))
         elif isinstance(part, dict) and isinstance(part.get("text"), str):
             text.append(part["text"])
+        elif (media := media_text(part)) is not None:
+            text.append(media)
         else:
             text.append(as_text(part))
     return "\n".join(text), "\n".join(reasoning)
@@ -63,23 +67,39 @@ def _content(content: object) -> tuple[str, str]:
 class _SampleSteps:
     """Steps of one sample, from its events (or messages), with the agent from agent spans."""
 
-    def __init__(self) -> None:
+    def __init__(self, message_pool: list) -> None:
         self.out = StepList()
+        self.pool = message_pool
         self.seen: set[str] = set()
         self.calls: set[str] = set()
         self.spans: dict[str, dict] = {}
 
-    def _where(self, event: dict) -> dict:
+    def _where(self, event: dict) -> dict | None:
+        """The agent and group of an event from its enclosing spans; None inside a scorer."""
         agent = group = None
         sid, guard = str_or_none(event.get("span_id")), set()
         while sid in self.spans and sid not in guard:
             guard.add(sid)
             span = self.spans[sid]
+            if span.get("type") == "scorer":
+                return None
             group = group or span.get("name")
             if agent is None and span.get("type") == "agent":
                 agent = span.get("name")
             sid = str_or_none(span.get("parent_id"))
         return {"agent": agent, "group": group}
+
+    def _inputs(self, ev: dict) -> list:
+        """A model event's input messages; a de-duplicated log (format v3) gives them as
+        ``input_refs``, ``[start, end)`` ranges into the sample's ``message_pool``."""
+        messages = seq(ev.get("input"))
+        if messages or not ev.get("input_refs"):
+            return messages
+        for ref in seq(ev.get("input_refs")):
+            start, end = (ref, ref + 1) if isinstance(ref, int) else (seq(ref) + [None, None])[:2]
+            if isinstance(start, int) and isinstance(end, int):
+                messages.extend(self.pool[start:end])
+        return messages
 
     def message(self, msg: dict, sid: str, where: dict, timestamp=None) -> None:
         role = str_or_none(msg.get("role"))
@@ -117,9 +137,11 @@ class _SampleSteps:
         if kind in _SILENT:
             return
         where = self._where(ev)
+        if where is None:  # the grader's own conversation would show the annotator the grade
+            return
         sid = f"events[{i}]"
         if kind == "model":
-            for j, msg in enumerate(seq(ev.get("input"))):
+            for j, msg in enumerate(self._inputs(ev)):
                 mid = str_or_none(msg.get("id")) if isinstance(msg, dict) else None
                 if isinstance(msg, dict) and mid not in self.seen and msg.get("role") in ("system", "user"):
                     self.message(msg, f"{sid}.input[{j}]", where, ts)
@@ -148,7 +170,7 @@ class _SampleSteps:
                 self.tool_call(call_id, ev.get("function"), ev.get("arguments"), where.get("agent"), base, sid)
             error = ev.get("error")
             step = self.out.add(id=f"{sid}.result", kind="tool_result", role="tool", agent=where.get("agent") or "tool",
-                                content=as_text(ev.get("result")) or (as_text(error) if error else ""),
+                                content=_content(ev.get("result"))[0] or (as_text(error) if error else ""),
                                 tool_name=ev.get("function"), call_id=call_id,
                                 **{**base, "timestamp": parse_time(ev.get("completed")) or ts})
             if error:
@@ -195,7 +217,7 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
         raise ImportFailure(str(path), "not an Inspect sample (needs 'id')", where=where)
     sample = _resolve(sample, obj(sample.get("attachments")))
     ev = obj(header.get("eval"))
-    builder = _SampleSteps()
+    builder = _SampleSteps(seq(sample.get("message_pool")))
     events = seq(sample.get("events"))
     if events:
         for i, event in enumerate(events):
@@ -231,7 +253,7 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
         raw=orjson.dumps(sample, default=str),
         steps=builder.out.steps,
     )
-    return ImportedRecord(trajectory=finish(traj, opts), warnings=builder.out.warnings())
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=builder.out.ledger)
 
 
 def _zip_json(path: Path, zf: zipfile.ZipFile, member: str, opts: ImportOptions) -> object:

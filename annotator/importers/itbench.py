@@ -25,6 +25,7 @@ import orjson
 import yaml
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
@@ -211,10 +212,11 @@ class ITBenchRun(Importer):
         if not isinstance(diagnosis, dict) or not isinstance(diagnosis.get("entities"), list):
             raise ImportFailure(str(path / OUTPUT_FILE), "expected an object with an 'entities' list")
         incident, trial = (path.parent.name, path.name) if path.name.isdigit() else (path.name, None)
-        steps, model, warnings, final_message = self._steps(path, opts)
+        ledger = Ledger()
+        steps, model, final_message = self._steps(path, opts, ledger)
         steps.append(Step(index=len(steps), id=OUTPUT_FILE, kind="final_answer", role="assistant", agent=AGENT,
                           content=_diagnosis_text(diagnosis), raw=plain(diagnosis)))
-        model = self._config_model(path, warnings) or model
+        model = self._config_model(path, ledger) or model
         meta: dict = {"incident_id": incident, "trial": trial, "diagnosis": diagnosis}
         if final_message:
             meta["final_message"] = final_message
@@ -222,7 +224,7 @@ class ITBenchRun(Importer):
         if opts.ground_truth is not None:
             truth = _ground_truth(opts).get(_key(incident))
             if truth is None:
-                warnings.append(f"no ground truth for incident {incident!r} in {opts.ground_truth}")
+                ledger.warn("incomplete", f"no ground truth for incident {incident!r} in {opts.ground_truth}")
             else:
                 score, success, missing = score_diagnosis(submitted_entities(diagnosis), truth.entities)
                 outcome = "success" if success else "failure"
@@ -246,39 +248,39 @@ class ITBenchRun(Importer):
             raw=orjson.dumps({"agent_output": diagnosis}),
             steps=steps,
         )
-        yield ImportedRecord(trajectory=finish(traj, opts), warnings=warnings)
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
 
-    def _steps(self, path: Path, opts: ImportOptions) -> tuple[list[Step], str | None, list[str], str | None]:
+    def _steps(self, path: Path, opts: ImportOptions, ledger: Ledger) -> tuple[list[Step], str | None, str | None]:
         """Steps from the Codex rollout(s), else traces.jsonl, else only the system prompt."""
         rollouts = sorted(path.rglob("rollout-*.jsonl"))
         steps: list[Step] = []
-        warnings: list[str] = []
         if rollouts:
             model = final = None
             for f in rollouts:
                 r = rollout(f, opts)
                 steps += _renumber(r.steps.steps, len(steps))
-                warnings += r.steps.warnings()
+                ledger.merge(r.steps.ledger)
                 model, final = model or r.model, r.final_message or final
-            return steps, model, warnings, final
+            return steps, model, final
         traces = path / "traces" / "traces.jsonl"
         if traces.is_file():
             out, model = trace_steps(traces, opts)
-            return out.steps, model, out.warnings(), None
+            ledger.merge(out.ledger)
+            return out.steps, model, None
         prompt = path / "AGENTS.md"
         if prompt.is_file():
             steps.append(Step(index=0, id="AGENTS.md", kind="system", role="system", agent="system",
                               content=prompt.read_text(encoding="utf-8", errors="replace")))
-        warnings.append("no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported")
-        return steps, None, warnings, None
+        ledger.warn("incomplete", "no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported")
+        return steps, None, None
 
-    def _config_model(self, path: Path, warnings: list[str]) -> str | None:
+    def _config_model(self, path: Path, ledger: Ledger) -> str | None:
         config = path / "config.toml"
         if not config.is_file():
             return None
         try:
             model = tomllib.loads(config.read_text(encoding="utf-8")).get("model")
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            warnings.append(f"config.toml unreadable: {exc}")
+            ledger.warn("incomplete", f"config.toml unreadable: {exc}")
             return None
         return model if isinstance(model, str) else None

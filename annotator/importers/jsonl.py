@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -84,7 +85,9 @@ class Jsonl(Importer):
             outcome=_outcome(hidden), score=_score(hidden), metadata=meta,
             raw=orjson.dumps(rec), steps=steps,
         )
-        return ImportedRecord(trajectory=finish(traj, opts))
+        ledger = Ledger()
+        ledger.mapped()  # the line is the trajectory
+        return ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
 
 
 def _step(path: Path, i: int, item: object, where: str) -> Step:

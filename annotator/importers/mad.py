@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -33,12 +34,11 @@ from annotator.importers.base import (
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
 from annotator.importers.log_splitters import split_evaluation, split_log
+from annotator.label_sources import HUMAN_SET
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
 LLM_ANNOTATOR = "mad-llm"
 HUMAN_ANNOTATORS = ("annotator_1", "annotator_2", "annotator_3")
-#: ``extra.source`` of the human annotators' labels: how reports tell them from the judge's.
-HUMAN_SET = "mad-human"
 
 #: Early-round codes -> final MAST ids, by round. None = dropped or disputed: kept unmapped.
 ROUND_1 = {
@@ -174,25 +174,27 @@ class MadFull(Importer):
             task=meta.pop("task", None), outcome=outcome_of(hidden), metadata=meta,
             raw=orjson.dumps(rec), steps=steps,
         ), opts)
-        labels, warnings = self._labels(traj.id, rec["mast_annotation"], path, where)
-        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+        ledger = Ledger()
+        ledger.mapped()  # the record is the trajectory
+        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger)
+        return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod
-    def _labels(traj_id: str, annotation: object, path: Path, where: str) -> tuple[list[Label], list[str]]:
+    def _labels(traj_id: str, annotation: object, path: Path, where: str, ledger: Ledger) -> list[Label]:
         if not isinstance(annotation, dict):
             raise ImportFailure(str(path), "'mast_annotation' must be an object", where=where)
-        labels, warnings = [], []
+        labels = []
         for code, value in annotation.items():
             mode = FINAL.get(str(code).strip().removeprefix("FM-"))
             if mode is None:
-                warnings.append(f"{where}: unknown MAST code {code!r} kept in the raw record only")
+                ledger.warn("label", f"{where}: unknown MAST code {code!r} kept in the raw record only")
                 continue
             verdict = "present" if value in (1, True, "1", "yes") else "absent" if value in (0, False, "0", "no") else "unknown"
             labels.append(Label(trajectory_id=traj_id, mode_id=mode, annotator=LLM_ANNOTATOR, verdict=verdict,
                                 provenance="imported",
                                 extra={"source": "mad", "code": code, "value": value,
                                        **({"verification_ambiguous": True} if mode in ("FM-3.2", "FM-3.3") else {})}))
-        return labels, warnings
+        return labels
 
 
 @register
@@ -230,9 +232,12 @@ class MadHuman(Importer):
             system=system, benchmark=benchmark, task=meta.pop("task", None),
             outcome=outcome_of(hidden), metadata=meta, raw=orjson.dumps(rec), steps=steps,
         ), opts)
-        warnings = [f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
-                    " kept unmapped" for u in unmapped]
-        return ImportedRecord(trajectory=traj, labels=labels, warnings=warnings)
+        ledger = Ledger()
+        ledger.mapped()  # the record is the trajectory
+        for u in unmapped:
+            ledger.warn("label", f"{where}: code {u['code']} ({u['title']}) of {rec['round']} has no final MAST id;"
+                                 " kept unmapped")
+        return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod
     def _labels(traj_id: str, annotations: object, table: dict, mapping_name: str, path: Path,

@@ -14,17 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.errors import ImportFailure
 from pydantic import ValidationError
 
+from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value, register
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
-from annotator.models import Label, Trajectory
-from annotator.store.bulk import LABEL_FIELDS
-from annotator.store.trajectories import STUB_HASH
-
-FORMAT_TAG = "mast-labels"
+from annotator.models import LABEL_EXPORT_FORMAT, Label, Trajectory
+from annotator.store.report_tables import LABEL_FIELDS
+from annotator.store.steps import STUB_HASH
 
 _REQUIRED = ("trajectory_id", "source", "mode_id", "verdict", "provenance")
 _REQUIRED_KEYS = frozenset(_REQUIRED)
@@ -64,8 +62,8 @@ class MastExport(Importer):
     def sniff(self, head: Head) -> bool:
         if head.kind == "jsonl":
             first = head.lines[0] if head.lines else None
-            return isinstance(first, dict) and first.get("format") == FORMAT_TAG
-        return head.kind == "json" and head.root == "object" and head.scalars.get("format") == FORMAT_TAG
+            return isinstance(first, dict) and first.get("format") == LABEL_EXPORT_FORMAT
+        return head.kind == "json" and head.root == "object" and head.scalars.get("format") == LABEL_EXPORT_FORMAT
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         """One record per run of consecutive rows of a trajectory (an export lists each
@@ -75,7 +73,7 @@ class MastExport(Importer):
         current: ImportedRecord | None = None
         for lineno, row in iter_jsonl(path, opts, skipped):
             # The checks of every row are inlined: a large export has hundreds of thousands.
-            if not isinstance(row, dict) or row.get("format") != FORMAT_TAG or not _REQUIRED_KEYS <= row.keys():
+            if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
                 _reject(path, row, lineno)
             try:
                 if current is None or current.trajectory.id != row["trajectory_id"]:
@@ -83,6 +81,7 @@ class MastExport(Importer):
                     if done is not None:
                         yield done
                 current.labels.append(_label(row))
+                current.ledger.mapped()  # the row is a label
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.mad import outcome_of, trace_steps
@@ -53,7 +54,11 @@ class MastTrace(Importer):
                 system=system, task=meta.pop("task", None), outcome=outcome_of(hidden),
                 metadata=meta, raw=raw, steps=steps,
             ), opts)
-            item = ImportedRecord(trajectory=traj)
+            ledger = Ledger()
+            messages = rec.get("trajectory")
+            # AG2: each message is a step; a log (lines or text) is one record split into steps.
+            ledger.mapped(len(messages) if isinstance(messages, list) and not _lines(messages) else 1)
+            item = ImportedRecord(trajectory=traj, ledger=ledger)
         yield item
 
 
@@ -62,8 +67,13 @@ def _system_of(rec: dict) -> str | None:
     inner = rec.get("trajectory", rec.get("content"))
     if isinstance(inner, list) and inner and all(isinstance(m, dict) and "name" in m for m in inner):
         return "AG2"
-    if isinstance(inner, list) and all(isinstance(line, str) for line in inner):
+    if isinstance(inner, list) and _lines(inner):
         inner = "\n".join(inner)
     if isinstance(inner, str):
         return guess_system(inner) or ("MetaGPT" if "run_id" in rec else None)
     return None
+
+
+def _lines(items: list) -> bool:
+    """Whether a trace's ``trajectory`` list holds log lines (HyperAgent) rather than messages."""
+    return all(isinstance(line, str) for line in items)

@@ -128,4 +128,4 @@ class MiniSWEAgent(Importer):
             raw=raw,
             steps=steps.require(path, "messages"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=steps.ledger)

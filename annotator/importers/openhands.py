@@ -1,5 +1,12 @@
-"""OpenHands (V0) event streams: a JSON list of events, or evaluation records that hold one
-under ``history`` (a JSON object, or ``output.jsonl`` with one record per line).
+"""OpenHands event streams: a JSON list of (V0) events, or evaluation and resolver records that
+hold one under ``history`` (a JSON object, or ``output.jsonl`` with one record per line).
+
+Records come from three harnesses: the V0 evaluation (``instance_id``, V0 events), the current
+one (OpenHands/benchmarks ``EvalOutput``: ``instance_id``, ``metadata.llm.model`` and a history
+of V1 software-agent-sdk events, told apart per record by their ``kind`` and read by the V1
+reader), and the issue resolver (``issue``, ``instruction``, ``success``,
+``result_explanation``; its early events are flat: an action's arguments beside ``action``,
+no ``source``, an observation following its action with no ``cause``).
 
 An event is an action (``action``: message, run, edit, read, browse, finish ...) or an
 observation (``observation``) answering the action whose ``id`` is its ``cause``. An action
@@ -20,6 +27,7 @@ import orjson
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
 from annotator.importers.detect import Head
+from annotator.importers.openhands_v1 import V1Events, events_of, is_v1_event
 from annotator.importers.reading import json_lines, load_json
 from annotator.importers.steps import StepList, as_int, compact, fingerprint
 from annotator.importers.steps import json_text, obj, parse_time, plain, str_or_none
@@ -29,6 +37,11 @@ from annotator.models import HIDDEN, Step, Trajectory
 _STATE = {"change_agent_state", "agent_state_changed", "recall", "condensation", "null", "system_message"}
 _EVENT_KEYS = {"id", "timestamp", "source"}
 _RECORD_KEYS = {"instance_id", "history"}
+_RESOLVER_KEYS = {"issue", "instruction", "history"}
+#: Keys of a flat (resolver) event that are bookkeeping, not the arguments of the agent's call.
+_FLAT_META = {"id", "timestamp", "source", "message", "cause", "action", "observation", "tool_call_metadata",
+              "llm_metrics", "timeout", "action_risk", "security_risk", "is_confirmed", "confirmation_state",
+              "keep_prompt", "images_urls", "wait_for_response", "kernel_init_code", "blocking", "hidden"}
 
 
 class _Events:
@@ -37,6 +50,7 @@ class _Events:
         self.calls: dict[object, Step] = {}  # action event id -> its tool_call step
         self.responses: set[str] = set()
         self.model: str | None = None
+        self.pending: Step | None = None  # the last call not yet answered, for events without ``cause``
 
     def _usage(self, event: dict, step: Step) -> None:
         resp = obj(obj(event.get("tool_call_metadata")).get("model_response"))
@@ -53,14 +67,21 @@ class _Events:
             raise ImportFailure(str(path), "not an OpenHands event (needs 'action' or 'observation')",
                                 where=f"event {i}")
         sid = f"event {event.get('id', i)}"
-        source = str_or_none(event.get("source"))
+        source = str_or_none(event.get("source")) or self._source(event)
         base = dict(timestamp=parse_time(event.get("timestamp")), raw=plain(event))
         meta = obj(event.get("tool_call_metadata"))
-        args = obj(event.get("args"))
+        args = obj(event["args"]) if "args" in event else {k: v for k, v in event.items() if k not in _FLAT_META}
         if "action" in event:
             self._action(event, sid, source, base, meta, args)
         else:
             self._observation(event, sid, source, base, meta)
+
+    def _source(self, event: dict) -> str:
+        """Who wrote a flat event that does not say: the opening message is the user's, every
+        other action the agent's, an observation the environment's."""
+        if "observation" in event:
+            return "environment"
+        return "user" if event.get("action") == "message" and not self.out.steps else "agent"
 
     def _action(self, event: dict, sid: str, source, base: dict, meta: dict, args: dict) -> None:
         action = str_or_none(event.get("action"))
@@ -94,6 +115,7 @@ class _Events:
                             call_id=meta.get("tool_call_id") or sid, recipient=args.get("agent"), **base)
         step.attributes["action"] = action
         self.calls[str_or_none(event.get("id"))] = step
+        self.pending = step
         self._usage(event, first or step)
 
     def _observation(self, event: dict, sid: str, source, base: dict, meta: dict) -> None:
@@ -104,8 +126,9 @@ class _Events:
             self.out.add(id=sid, kind="event", role=source, agent=source,
                          content=f"[{obs}] {compact(extras) if extras else text}", **base)
             return
-        call = self.calls.get(str_or_none(event.get("cause")))
-        exit_code = obj(obj(event.get("extras")).get("metadata")).get("exit_code")
+        call = self.calls.get(str_or_none(event.get("cause"))) if "cause" in event else self.pending
+        self.pending = None
+        exit_code = obj(obj(event.get("extras")).get("metadata")).get("exit_code", event.get("exit_code"))
         step = self.out.add(id=sid, kind="error" if obs == "error" else "tool_result", role="tool",
                             agent="environment", content=text,
                             tool_name=call.tool_name if call else meta.get("function_name"),
@@ -116,13 +139,42 @@ class _Events:
             step.link, call.link = call.index, step.index
 
 
-def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, opts: ImportOptions) -> ImportedRecord:
+def _steps(path: Path, events: list) -> tuple[StepList, str | None]:
+    """The steps of a history and the model its events name; V1 (software-agent-sdk) events,
+    known by their ``kind``, are read by the V1 reader."""
+    if any(is_v1_event(e) for e in events[:5]):
+        v1 = V1Events()
+        events_of(events, path, v1)
+        return v1.out, v1.model
     b = _Events()
     for i, event in enumerate(events):
         b.add(i, event, path)
+    return b.out, b.model
+
+
+def _title(record: dict, path: Path) -> str:
+    issue = obj(record.get("issue"))
+    if issue.get("repo") is not None and issue.get("number") is not None:
+        return f"{issue.get('owner')}/{issue.get('repo')}#{issue.get('number')}: {as_text(issue.get('title'))}"
+    return str_or_none(record.get("instance_id")) or path.stem
+
+
+def _outcome(record: dict) -> str:
+    """A resolver record says whether the issue was resolved; an eval record only whether it failed."""
+    if record.get("error"):
+        return "failure"
+    if isinstance(record.get("success"), bool):
+        return "success" if record["success"] else "failure"
+    return "unknown"
+
+
+def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, opts: ImportOptions) -> ImportedRecord:
+    out, model = _steps(path, events)
     instance = record.get("instance_id")
-    hidden = {k: record[k] for k in ("test_result", "report", "resolved", "error") if record.get(k) is not None}
-    meta = {k: record[k] for k in ("instance_id", "metrics", "metadata") if record.get(k) is not None}
+    hidden = {k: record[k] for k in ("test_result", "report", "resolved", "error", "success", "comment_success",
+                                     "result_explanation", "git_patch") if record.get(k) is not None}
+    meta = {k: record[k] for k in ("instance_id", "attempt", "metrics", "metadata", "issue", "issue_type",
+                                   "base_commit") if record.get(k) is not None}
     instruction = str_or_none(record.get("instruction"))
     raw = orjson.dumps(record or events, default=str)
     traj = Trajectory(
@@ -130,17 +182,23 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
         source_format=fmt,
         source_path=str(path),
         source_ref=where,
-        title=str_or_none(instance) or path.stem,
-        system="OpenHands",
-        model=b.model,
+        title=_title(record, path),
+        system="OpenHands resolver" if "issue" in record else "OpenHands",
+        model=str_or_none(obj(obj(record.get("metadata")).get("llm")).get("model")) or model,
         task=instruction or next(
-            (s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
-        outcome="failure" if record.get("error") else "unknown",
+            (s.content for s in out.steps if s.role == "user" and s.kind == "message"), None),
+        outcome=_outcome(record),
         metadata={**meta, HIDDEN: hidden} if hidden else meta,
         raw=raw,
-        steps=b.out.require(path, "events"),
+        steps=out.require(path, "events"),
     )
-    return ImportedRecord(trajectory=finish(traj, opts))
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=out.ledger)
+
+
+def _is_record(first: object) -> bool:
+    """An evaluation or resolver record: a history list beside an instance id or an issue."""
+    return (isinstance(first, dict) and isinstance(first.get("history"), list)
+            and (_RECORD_KEYS <= set(first) or _RESOLVER_KEYS <= set(first)))
 
 
 @register
@@ -150,14 +208,15 @@ class OpenHands(Importer):
 
     def sniff(self, head: Head) -> bool:
         if head.kind == "jsonl":
-            first = head.lines[0] if head.lines else None
-            return isinstance(first, dict) and _RECORD_KEYS <= set(first) and isinstance(first.get("history"), list)
+            return _is_record(head.lines[0] if head.lines else None)
         if head.kind != "json":
             return False
         if head.root == "array":
             keys = head.keys("item")
             return _EVENT_KEYS <= keys and bool(keys & {"action", "observation"}) and "kind" not in keys
-        return _RECORD_KEYS <= head.keys("") and bool(head.keys("history.item") & {"action", "observation"})
+        keys = head.keys("")
+        return (_RECORD_KEYS <= keys or _RESOLVER_KEYS <= keys) and bool(
+            head.keys("history.item") & {"action", "observation", "kind"})
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         lines = json_lines(path, opts)

@@ -79,7 +79,7 @@ def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) ->
     if not records:
         raise ImportFailure(str(path), "nothing to import: no LLM, tool or agent spans found")
     if len(records) < len(traces):
-        records[0].warnings.append(f"{len(traces) - len(records)} trace(s) without LLM, tool or agent spans left out")
+        records[0].ledger.dropped("trace without LLM, tool or agent spans", len(traces) - len(records))
     yield from records
 
 
@@ -106,7 +106,7 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
         raw=orjson.dumps([s.raw for s in spans], default=str),
         steps=steps.steps,
     )
-    return ImportedRecord(trajectory=finish(traj, opts), warnings=steps.warnings())
+    return ImportedRecord(trajectory=finish(traj, opts), ledger=steps.ledger)
 
 
 def _clean(messages: object) -> list[dict]:

@@ -9,12 +9,12 @@ format change is visible instead of silently thinning the trajectory.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from datetime import UTC, datetime
 
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.models import Step
 
 
@@ -29,9 +29,10 @@ class StepList:
     (a numeric role, a boolean tool name) is kept as its text rather than failing the file.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: Ledger | None = None) -> None:
         self.steps: list[Step] = []
-        self.unknown: Counter[str] = Counter()
+        #: Where unknown events are warned about; the importer hands it to its ImportedRecord.
+        self.ledger = ledger or Ledger()
 
     def add(self, **fields) -> Step:
         for key in _TEXT_FIELDS:
@@ -44,7 +45,7 @@ class StepList:
 
     def unknown_event(self, type_name: str, raw: object, **fields) -> Step:
         """Keep an item of a type the importer does not know as a generic, counted step."""
-        self.unknown[type_name] += 1
+        self.ledger.warn("unknown_kind", f"unknown event of type {type_name!r} kept as a generic step")
         fields.setdefault("content", f"[{type_name}] " + compact(raw))
         return self.add(kind="event", raw=raw, attributes={"unknown_type": type_name}, **fields)
 
@@ -54,13 +55,6 @@ class StepList:
         if all("unknown_type" in s.attributes for s in self.steps):
             raise ImportFailure(str(path), f"nothing to import: no {what} found")
         return self.steps
-
-    def warnings(self) -> list[str]:
-        """One line per unknown type, for the import summary."""
-        return [
-            f"{n} unknown event(s) of type {name!r} kept as generic steps"
-            for name, n in sorted(self.unknown.items())
-        ]
 
 
 def str_or_none(value: object) -> str | None:

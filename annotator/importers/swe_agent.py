@@ -168,4 +168,4 @@ class SWEAgent(Importer):
             raw=raw,
             steps=b.out.require(path, "trajectory entries or history items"),
         )
-        yield ImportedRecord(trajectory=finish(traj, opts))
+        yield ImportedRecord(trajectory=finish(traj, opts), ledger=b.out.ledger)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -68,8 +69,12 @@ class WhoAndWhen(Importer):
                 steps=steps,
             )
             traj = finish(traj, opts)
-            attribution, warnings = _attribution(traj, rec)
-            item = ImportedRecord(trajectory=traj, attributions=[attribution], warnings=warnings)
+            attribution = _attribution(traj, rec)
+            ledger = Ledger()
+            ledger.mapped(len(history))  # each message is a step
+            for warning in attribution.warnings:
+                ledger.warn("label", warning)
+            item = ImportedRecord(trajectory=traj, attributions=[attribution], ledger=ledger)
         yield item
 
 
@@ -97,7 +102,7 @@ def _step(path: Path, i: int, msg: object) -> Step:
     )
 
 
-def _attribution(traj: Trajectory, rec: dict) -> tuple[Attribution, list[str]]:
+def _attribution(traj: Trajectory, rec: dict) -> Attribution:
     given = rec.get("mistake_step")
     agent = rec.get("mistake_agent")
     warnings: list[str] = []
@@ -119,15 +124,12 @@ def _attribution(traj: Trajectory, rec: dict) -> tuple[Attribution, list[str]]:
             else:
                 how = "is not"
             warnings.append(f"mistake_agent {agent!r} {how} the speaker of step {step} ({speaker!r})")
-    return (
-        Attribution(
-            trajectory_id=traj.id,
-            annotator=ANNOTATOR,
-            step=step,
-            step_as_given=None if given is None else str(given),
-            agent=agent,
-            reason=rec.get("mistake_reason"),
-            warnings=warnings,
-        ),
-        warnings,
+    return Attribution(
+        trajectory_id=traj.id,
+        annotator=ANNOTATOR,
+        step=step,
+        step_as_given=None if given is None else str(given),
+        agent=agent,
+        reason=rec.get("mistake_reason"),
+        warnings=warnings,
     )

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, ModeVerdict
 from annotator.models import Step
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 _WS = re.compile(r"\s+")
 

@@ -24,11 +24,11 @@ from annotator.labelling.grounding import check_answer
 from annotator.labelling.llm import JudgeClient, extract_json
 from annotator.labelling.pricing import Price, Usage
 from annotator.labelling.prompts import (
+    StructuredPrompt,
     content_tag,
     part_note,
     render_step,
     render_trajectory,
-    StructuredPrompt,
     repair_messages,
 )
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
@@ -37,7 +37,7 @@ from annotator.labelling.windows import count_tokens, merge_windows, plan_window
 from annotator.models import Trajectory
 from annotator.store.requests import cached_keys, cached_response, store_response
 from annotator.store.trajectories import get_trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 PromptName = Literal["structured", "mast-original"]
 #: Tokens kept free in every request for the instructions' own variations and the task text.

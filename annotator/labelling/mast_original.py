@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from annotator.errors import LabellingError
 from annotator.labelling.verdicts import InvalidAnswer, ModeVerdict
 from annotator.models import Verdict
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 INSTRUCTIONS = """You review one run of an LLM agent or multi-agent system and decide, for each \
 failure mode defined below, whether it occurs in the run. Say yes for a mode only if you can \

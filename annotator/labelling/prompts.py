@@ -17,8 +17,8 @@ import orjson
 
 from annotator.labelling.windows import clip
 from annotator.models import Step, Trajectory
-from annotator.render import inert
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
+from annotator.text import inert
 
 #: Bump when the wording of the instructions changes: it is part of every cache key.
 PROMPT_VERSION = "structured-1"

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from annotator.labelling.grounding import normalise
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 #: Shortest message that counts when comparing messages (greetings repeat legitimately).
 MIN_CHARS = 40

@@ -24,12 +24,12 @@ from annotator.models import Label, LabelRun, utcnow
 from annotator.store.requests import finish_item, item_counts, run_items, verdict_counts
 from annotator.store.runs import update_run
 from annotator.store.trajectories import get_trajectory
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 DEFAULT_CONCURRENCY = 16
 
 
-class Progress(BaseModel):
+class RunProgress(BaseModel):
     """Live counters of a run, handed to the progress callback after every trajectory."""
 
     total: int = 0
@@ -112,7 +112,7 @@ async def run_labeller(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     usage: Usage | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[RunProgress], None] | None = None,
 ) -> LabelRun:
     """Label ``ids`` (those the run has not finished) and return the run with its final status."""
     if run.id is None:
@@ -121,7 +121,7 @@ async def run_labeller(
     usage = usage or Usage()
     base_in, base_out, base_cost = run.tokens_in, run.tokens_out, run.cost_usd  # earlier sessions of the run
     base_sent, base_cached = run.counts.get("sent", 0), run.counts.get("cached", 0)
-    progress = Progress(total=len(ids), skipped=len(ids) - len(todo))
+    progress = RunProgress(total=len(ids), skipped=len(ids) - len(todo))
     queue: asyncio.Queue[str] = asyncio.Queue()
     for tid in todo:
         queue.put_nowait(tid)

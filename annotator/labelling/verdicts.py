@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from annotator.errors import LabellingError
 from annotator.models import Trajectory, Verdict
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 
 class InvalidAnswer(LabellingError):

@@ -16,6 +16,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
+from annotator.label_sources import SourceKind
 from annotator.report import agreement as ag
 from annotator.report import bootstrap
 from annotator.report.anchoring import anchoring_section
@@ -23,7 +24,7 @@ from annotator.report.document import header
 from annotator.report.frame import Filters, Frame, build
 from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ONSET_TOLERANCES = (0, 1, 2, 3, 4, 5)
 AC1_NOTE = ("AC1: Gwet's (2008) chance-corrected agreement; its chance term 2π(1 − π) stays small for a rare"
@@ -344,8 +345,8 @@ def build_agreement(
                   reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
-        people = [s for s in others if frame.labels[s].source.kind == "human"]
-        if frame.labels[reference].source.kind == "run" and people:
+        people = [s for s in others if frame.labels[s].source.kind is SourceKind.PERSON]
+        if frame.labels[reference].source.kind is SourceKind.RUN and people:
             sections.append(anchoring_section(db, reference, people, taxonomy, filters, replicates, seed))
     per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated)
     sections.append(Section("Onset agreement", [

@@ -21,7 +21,7 @@ from annotator.report.frame import Filters, build
 from annotator.report.tables import Section, Table, num
 from annotator.store.review import blind_reviews
 from annotator.store.suggestions import seen_suggestions
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 COLUMNS = ["person", "reviews_blind", "reviews_sighted", "reviews_unrecorded", "agreement_blind",
            "agreement_sighted", "diff_pp_sighted_minus_blind", "diff_ci_low_pp", "diff_ci_high_pp"]

@@ -27,7 +27,7 @@ from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
 from annotator.report.prevalence import wilson
 from annotator.report.tables import Section, Table, num
 from annotator.store.samples import Sample, get_sample, latest_sample, sample_items
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 ESTIMATE_COLUMNS = ["n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human", "human_ci_low",
                     "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "n_effective", "lambda"]

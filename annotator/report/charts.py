@@ -23,7 +23,7 @@ class Shape:
 
 
 @dataclass
-class Label:
+class ChartLabel:
     x: float
     y: float
     text: str
@@ -37,7 +37,7 @@ class Chart:
     width: int
     height: int
     shapes: list[Shape] = field(default_factory=list)
-    labels: list[Label] = field(default_factory=list)
+    labels: list[ChartLabel] = field(default_factory=list)
     legend: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -62,9 +62,9 @@ def heatmap(doc: Document, column: str = "system") -> Chart | None:
     cell, left, top = 36, 170, 70
     chart = Chart(f"Prevalence by {column}", left + cell * len(modes) + 20, top + cell * len(groups) + 20)
     for j, m in enumerate(modes):
-        chart.labels.append(Label(left + j * cell + cell / 2, top - 8, m, "start", rotate=True))
+        chart.labels.append(ChartLabel(left + j * cell + cell / 2, top - 8, m, "start", rotate=True))
     for i, g in enumerate(groups):
-        chart.labels.append(Label(left - 8, top + i * cell + cell / 2 + 4, str(g)[:24], "end"))
+        chart.labels.append(ChartLabel(left - 8, top + i * cell + cell / 2 + 4, str(g)[:24], "end"))
     values = {(r[column], r["mode"]): r["prevalence"] for r in table.records}
     peak = max([v for (_, m), v in values.items() if m in modes and v is not None] + [0.0]) or 1.0
     for i, g in enumerate(groups):
@@ -73,7 +73,7 @@ def heatmap(doc: Document, column: str = "system") -> Chart | None:
             chart.shapes.append(Shape(left + j * cell, top + i * cell, cell - 2, cell - 2, _heat(p, peak),
                                       f"{g} {m}: {'-' if p is None else f'{p:.0%}'}"))
             if p is not None:
-                chart.labels.append(Label(left + j * cell + cell / 2 - 1, top + i * cell + cell / 2 + 3,
+                chart.labels.append(ChartLabel(left + j * cell + cell / 2 - 1, top + i * cell + cell / 2 + 3,
                                           f"{round(p * 100)}", "middle"))
     chart.legend = [(_heat(0.0, peak), "0%"), (_heat(peak, peak), f"{peak:.0%} (share of trajectories)")]
     return chart
@@ -90,14 +90,14 @@ def gap_bars(doc: Document) -> Chart | None:
     peak = max([r[key] for r in rows for key, _ in keys if r[key] is not None] + [0.0]) or 1.0
     for i, r in enumerate(rows):
         y = 20 + i * (2 * bar + gap)
-        chart.labels.append(Label(left - 6, y + bar + 3, r["mode"], "end"))
+        chart.labels.append(ChartLabel(left - 6, y + bar + 3, r["mode"], "end"))
         for k, (key, colour) in enumerate(keys):
             p = r[key]
             w = 0 if p is None else p / peak * width
             chart.shapes.append(Shape(left, y + k * bar, max(w, 0.5), bar - 1, colour,
                                       f"{r['mode']} {key.split('_')[1]}: {'-' if p is None else f'{p:.1%}'}"))
         if r["gap_pp"] is not None:
-            chart.labels.append(Label(left + width + 6, y + bar + 3, f"{r['gap_pp']:+.1f} pp"))
+            chart.labels.append(ChartLabel(left + width + 6, y + bar + 3, f"{r['gap_pp']:+.1f} pp"))
     chart.title += f" (longest bar {peak:.0%} of trajectories; right: the gap in percentage points)"
     chart.legend = [(FAILED, "failed"), (SUCCEEDED, "succeeded")]
     return chart
@@ -117,10 +117,10 @@ def histogram(doc: Document) -> Chart | None:
         x = left + i * bar
         tip = f"{r['modes']} modes: {r['trajectories']}"
         chart.shapes.append(Shape(x, 20 + height - h, bar - 4, h, "#7f8c8d", tip))
-        chart.labels.append(Label(x + bar / 2 - 2, 20 + height + 14, str(r["modes"]), "middle"))
+        chart.labels.append(ChartLabel(x + bar / 2 - 2, 20 + height + 14, str(r["modes"]), "middle"))
         if r["trajectories"]:
-            chart.labels.append(Label(x + bar / 2 - 2, 16 + height - h, str(r["trajectories"]), "middle"))
-    chart.labels.append(Label(left, height + 54, "number of distinct modes (bars: trajectories)"))
+            chart.labels.append(ChartLabel(x + bar / 2 - 2, 16 + height - h, str(r["trajectories"]), "middle"))
+    chart.labels.append(ChartLabel(left, height + 54, "number of distinct modes (bars: trajectories)"))
     return chart
 
 

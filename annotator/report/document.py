@@ -18,7 +18,7 @@ from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predi
 from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 #: Rows of the per-trajectory table shown by the terminal, Markdown and HTML renderings.
 DISPLAY_ROWS = 50

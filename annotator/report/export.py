@@ -21,25 +21,25 @@ import orjson
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
-from annotator.importers.mast_export import FORMAT_TAG
-from annotator.models import SCHEMA_VERSION
+from annotator.label_sources import is_stored
+from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
-from annotator.report.sources import CONSENSUS
-from annotator.store import bulk
-from taxonomy import Taxonomy
+from annotator.store import report_tables
+from annotator.taxonomy import Taxonomy
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
 
 #: The long form's columns: the stored label fields, with the source after the trajectory id.
 LONG_COLUMNS = [
-    "format", "schema_version", "trajectory_id", "source", *(f for f in bulk.LABEL_FIELDS if f != "trajectory_id"),
+    "format", "schema_version", "trajectory_id", "source",
+    *(f for f in report_tables.LABEL_FIELDS if f != "trajectory_id"),
     "system", "model", "benchmark", "outcome", "n_steps", "title",
 ]
 
 
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
-    if any(s == CONSENSUS or s.startswith(CONSENSUS + ":") for s in sources):
+    if not all(is_stored(s) for s in sources):
         raise ReportError("consensus is computed, not stored: export its members' labels and report over"
                           " consensus:<names> on the import")
     if not sources:
@@ -70,11 +70,11 @@ def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dic
     modes = set(taxonomy.mode_ids)
     name = next(iter(frame.labels))
     index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
-    for label in bulk.current_label_dicts(db, name):
+    for label in report_tables.current_label_dicts(db, name):
         i = index.get(label["trajectory_id"])
         if i is None or label["mode_id"] not in modes:
             continue
-        yield {"format": FORMAT_TAG, "schema_version": SCHEMA_VERSION, "source": name, **label,
+        yield {"format": LABEL_EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "source": name, **label,
                **_trajectory_fields(frame, i)}
 
 
@@ -111,8 +111,8 @@ def _cell(value: object) -> object:
     return value
 
 
-def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
-          filters: Filters | None = None) -> None:
+def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
+                 filters: Filters | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
         for r in long_rows(db, sources, taxonomy, filters):
@@ -136,7 +136,7 @@ def write(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: T
 
 
 def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
-    """The export as one string (small exports and tests); :func:`write` streams."""
+    """The export as one string (small exports and tests); :func:`write_export` streams."""
     buf = io.StringIO()
-    write(db, fmt, sources, taxonomy, buf, filters)
+    write_export(db, fmt, sources, taxonomy, buf, filters)
     return buf.getvalue()

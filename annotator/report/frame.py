@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field
 from sqlite_utils import Database
 
 from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
-from annotator.store import bulk
-from annotator.store.trajectories import TrajectoryFilter
-from taxonomy import Taxonomy
+from annotator.store import report_tables
+from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 #: Outcome codes in ``Frame.failed``.
 FAILED, SUCCEEDED, UNKNOWN = 1, 0, -1
@@ -94,8 +94,8 @@ def build(
         imported_before=filters.until,
         tag=filters.tag,
     )
-    rows = bulk.trajectory_rows(db, flt)
-    n_total = bulk.count_trajectories(db)
+    rows = report_tables.trajectory_rows(db, flt)
+    n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(rows):
         excluded["outside the filters"] = n_total - len(rows)

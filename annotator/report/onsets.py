@@ -10,12 +10,11 @@ count for each tied mode).
 from __future__ import annotations
 
 import numpy as np
-
 from sqlite_utils import Database
 
 from annotator.report.frame import Frame
 from annotator.report.tables import num
-from annotator.store import bulk
+from annotator.store import report_tables
 
 
 def _quantiles(values: np.ndarray) -> dict:
@@ -80,11 +79,11 @@ def against_attributions(db: Database, frame: Frame, first: np.ndarray) -> list[
     """
     index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
     by_source: dict[str, list[tuple[str, int, int, str | None]]] = {}
-    for tid, source, step, agent in bulk.attribution_rows(db):
+    for tid, source, step, agent in report_tables.attribution_rows(db):
         i = index.get(tid)
         if i is not None and step is not None and not np.isnan(first[i]):
             by_source.setdefault(source, []).append((tid, int(first[i]), int(step), agent))
-    agents = bulk.step_agents(db, sorted({(t, f) for rows in by_source.values() for t, f, _, _ in rows}))
+    agents = report_tables.step_agents(db, sorted({(t, f) for rows in by_source.values() for t, f, _, _ in rows}))
     out = []
     for source, rows in sorted(by_source.items()):
         diff = np.array([abs(f - s) for _, f, s, _ in rows])

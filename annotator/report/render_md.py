@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from annotator.render import inert
 from annotator.report.formatting import LEGEND, display, header_lines, heading, shown_note, title
 from annotator.report.tables import Document
+from annotator.text import inert
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#!~])")
 

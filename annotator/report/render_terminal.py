@@ -4,7 +4,7 @@ A table wider than the console is split into several narrower ones that each rep
 key columns (mode, group, pair), instead of being cropped. Every cell is a rich ``Text``
 built from plain strings (trajectory titles and system names are written by the data, so they
 are never parsed as markup) and control characters are made visible with
-:func:`annotator.render.inert`.
+:func:`annotator.text.inert`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from annotator.render import inert
 from annotator.report.formatting import (
     LEGEND,
     TEXT_COLUMNS,
@@ -27,6 +26,7 @@ from annotator.report.formatting import (
     title,
 )
 from annotator.report.tables import Document, Table
+from annotator.text import inert
 
 _KEYS = ("trajectory", "pair", "source", "attributed_by", "system", "model", "benchmark", "mode", "with", "term",
          "rank")

@@ -20,7 +20,7 @@ from annotator.errors import ReportError
 from annotator.models import utcnow
 from annotator.report.frame import OUTCOME_NAMES, Filters, build
 from annotator.store.samples import Sample, SampleItem, save_sample
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 Stratify = Literal["verdict", "outcome", "system"]
 STRATIFY: tuple[str, ...] = Stratify.__args__  # type: ignore[attr-defined]

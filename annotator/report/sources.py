@@ -15,28 +15,22 @@ Every trajectory a source leaves out is counted under a reason, so a report can 
 it did not count and why.
 
 Whether a source's labels were made by people matters for the human ceiling of an agreement
-(judge–human κ is read against human–human κ): people, ``consensus`` and imported sets of
-human ratings (the MAD human annotators, or labels restored from an export of a person's) are
-human; pre-labelling runs and imported judge sets (``mad-llm``) are not.
+(judge–human κ is read against human–human κ); the names and their kinds are the vocabulary
+of :mod:`annotator.label_sources`, which this module only loads.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import NotFound, ReportError
-from annotator.importers.mad import HUMAN_SET
-from annotator.store import bulk
+from annotator.label_sources import KINDS, SourceKind, classify, parse
+from annotator.store import report_tables
 from annotator.store.labels import annotators
-from annotator.store.runs import get_run
-
-SourceKind = Literal["human", "run", "imported", "consensus"]
-CONSENSUS = "consensus"
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,11 @@ class Source:
     kind: SourceKind
     members: tuple[str, ...] = ()
     detail: str = ""
-    human: bool = False  # labels made by people
+
+    @property
+    def human(self) -> bool:
+        """Whether the source's labels were made by people."""
+        return KINDS[self.kind].human
 
 
 @dataclass
@@ -66,30 +64,23 @@ class SourceLabels:
 
 
 def resolve(db: Database, name: str) -> Source:
-    """What kind of source ``name`` is; NotFound if no labels stand under it."""
-    if name == CONSENSUS or name.startswith(CONSENSUS + ":"):
-        named = name.partition(":")[2]
-        members = tuple(m for m in named.split(",") if m) if named else tuple(bulk.reviewers(db))
+    """What kind of source ``name`` is (one query at most); NotFound if no labels stand under it."""
+    parsed = parse(name)
+    if parsed.kind is SourceKind.CONSENSUS:
+        members = parsed.members or tuple(report_tables.reviewers(db))
         if not members:
             raise ReportError("consensus needs people who marked trajectories done; there are none")
-        return Source(name, "consensus", members, "majority of " + ", ".join(members), human=True)
-    if bulk.has_reviews(db, name):
-        return Source(name, "human", detail="trajectories marked done", human=True)
-    if not bulk.has_labels(db, name):
+        return Source(name, SourceKind.CONSENSUS, members, "majority of " + ", ".join(members))
+    facts = report_tables.source_facts(db, parsed)
+    kind = classify(parsed, facts)
+    if kind is not SourceKind.PERSON and not facts.labelled:
         known = annotators(db)
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
         raise NotFound(f"no labels by {name!r}; sources with labels: {listed or 'none'}")
-    if name.startswith("run:"):
-        try:
-            run = get_run(db, int(name[4:]))
-        except (ValueError, NotFound):
-            run = None
-        if run is not None:
-            return Source(name, "run", detail=f"{run.kind} run, {run.model or '-'}, status {run.status}")
-    origin = bulk.label_origin(db, name)
-    if origin is not None and (origin[0] in ("human", "accepted") or origin[1] == HUMAN_SET):
-        return Source(name, "imported", detail="human ratings, trajectories it has labels for", human=True)
-    return Source(name, "imported", detail="trajectories it has labels for")
+    detail = facts.run_detail if kind is SourceKind.RUN else KINDS[kind].finished
+    if kind is SourceKind.IMPORTED_HUMAN:
+        detail = "human ratings, " + detail
+    return Source(name, kind, detail=detail)
 
 
 def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -104,14 +95,14 @@ def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]
 
 def annotators_of(sources: list[Source]) -> list[str]:
     """Every annotator whose labels the sources are made of (consensus members included)."""
-    names = [m for s in sources for m in (s.members if s.kind == "consensus" else (s.name,))]
+    names = [m for s in sources for m in (s.members if s.kind is SourceKind.CONSENSUS else (s.name,))]
     return list(dict.fromkeys(names))
 
 
 def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
     """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
     splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
-    return bulk.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
 
 
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
@@ -140,7 +131,7 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
     partial = ok & (total < k) & (n_absent > 0)
     if partial.any():
-        cells = bulk.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        cells = report_tables.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
         index = {m: j for j, m in enumerate(mode_ids)}
         cells = [(t, index[m]) for t, m in cells if m in index]
         if cells:
@@ -155,14 +146,14 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
 
     ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators.
     """
-    if source.kind == "consensus":
+    if source.kind is SourceKind.CONSENSUS:
         return _consensus(db, source, ids, mode_ids, verdicts)
     present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
     any_label = (present | absent | unknown).any(axis=1)
     reasons: Counter = Counter()
-    if source.kind == "human":
+    if source.kind is SourceKind.PERSON:
         finished = _done(db, source.name, ids, reasons)
-    elif source.kind == "run":
+    elif source.kind is SourceKind.RUN:
         complete = (present | absent | unknown).all(axis=1)
         finished = complete
         reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())
@@ -177,13 +168,13 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         known=(present | absent) & finished[:, None],
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
-        outside_codebook=bulk.labels_outside(db, source.name, mode_ids),
+        outside_codebook=report_tables.labels_outside(db, source.name, mode_ids),
     )
 
 
 def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
     status = np.full(len(ids), "not_started", dtype=object)
-    for st, tids in bulk.review_status_counts(db, name).items():
+    for st, tids in report_tables.review_status_counts(db, name).items():
         pos, ok = _rows_for(ids, tids)
         status[pos[ok]] = st
     finished = status == "done"

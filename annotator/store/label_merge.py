@@ -14,7 +14,7 @@ from operator import attrgetter
 from sqlite_utils import Database
 
 from annotator.models import Label
-from annotator.store.bulk import LABEL_FIELDS, decode_label
+from annotator.store.report_tables import LABEL_FIELDS, decode_label
 
 #: A label's content: every stored field but its cell (trajectory, mode) and when it was written.
 _COMPARED = tuple(f for f in LABEL_FIELDS if f not in ("trajectory_id", "mode_id", "created_at"))

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel
 from sqlite_utils import Database
 
+from annotator.label_sources import run_source
 from annotator.models import Label, utcnow
 from annotator.store.db import write
 from annotator.store.labels import add_labels
@@ -79,7 +80,7 @@ def finish_item(
     Only a run's own annotator (``run:<id>``) and machine provenance are accepted, so that
     pre-labelling can never write, and so never overwrite, a person's label.
     """
-    annotator = f"run:{run_id}"
+    annotator = run_source(run_id)
     for label in labels:
         if label.annotator != annotator or label.provenance not in ("llm", "rules"):
             raise ValueError(f"a run may only store labels of {annotator} with machine provenance")

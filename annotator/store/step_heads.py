@@ -1,7 +1,7 @@
 """The head of one step: what a viewer shows first, without reading a multi-megabyte content whole.
 
 The annotation app moves between steps many times a minute; a tool output can be megabytes.
-This reads the first ``HEAD_CHARS`` characters of the content (kept in ``step_heads`` for long
+This reads the first ``views.HEAD_CHARS`` characters of the content (kept in ``step_heads`` for long
 contents), no raw source record, and the full length; the whole step is still ``get_step``.
 """
 
@@ -10,10 +10,7 @@ from __future__ import annotations
 from sqlite_utils import Database
 
 from annotator.models import Step
-from annotator.store.trajectories import _STEP_COLS, _step, get_step
-
-#: Characters of a long content that ``step_heads.head`` keeps (migration 003_tui).
-HEAD_CHARS = 10_000
+from annotator.store.steps import _STEP_COLS, _step, get_step
 
 # coalesce() stops at the stored head, so a long content is never read.
 _HEAD_COLS = ", ".join(
@@ -22,7 +19,7 @@ _HEAD_COLS = ", ".join(
 
 
 def get_step_head(db: Database, traj_id: str, index: int) -> tuple[Step, int]:
-    """Step ``index`` with its content cut to ``HEAD_CHARS`` characters and no raw record; and the full length."""
+    """Step ``index`` with its content cut to ``views.HEAD_CHARS`` characters and no raw record; and the full length."""
     row = db.execute(
         f"SELECT {_HEAD_COLS}, h.length FROM steps s JOIN step_heads h USING (trajectory_id, idx)"
         " WHERE s.trajectory_id = ? AND s.idx = ?",

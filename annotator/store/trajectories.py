@@ -1,92 +1,32 @@
-"""Trajectories and their steps: saving an import, listing, paging steps and full-text search.
+"""Trajectory rows: saving an import (and a label export's stubs), listing with filters, reading one.
 
-A stub (a trajectory known only from a label export) is stored as its row alone: ``n_steps``
-keeps the original's length, so onsets keep their place, and the step readers below answer
-with placeholder steps instead of storing one row per original step (an export of 20,000
-trajectories would otherwise write two million rows of the same sentence, and their index).
+A stub is stored as its row alone, with the original's number of steps and ``STUB_HASH`` as
+its content hash (so a real import of the same trajectory replaces it); ``store.steps``
+answers for its steps with placeholders. Steps are written here, with their trajectory, in
+one transaction; they are read through ``store.steps`` and searched through ``store.search``.
 """
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
 from sqlite_utils import Database
 
 from annotator.errors import NotFound
-from annotator.models import Outcome, Step, Trajectory
+from annotator.models import Step, Trajectory
 from annotator.store._json import dumps, loads
 from annotator.store.db import write
+from annotator.store.search import fts_query
+from annotator.store.steps import STUB_HASH, get_steps
+from annotator.views import TrajectoryFilter, TrajectorySummary
 
 SaveResult = Literal["imported", "updated", "unchanged"]
-
-#: Characters of a step's content a preview row carries (the step list shows one line);
-#: ``step_heads`` stores this many (migration 003_tui).
-PREVIEW_CHARS = 240
 
 #: zlib level for the raw originals: level 1 is several times faster than the default and
 #: still shrinks log text about fourfold; the raw bytes are read rarely (provenance, export).
 RAW_COMPRESSION = 1
-
-
-class TrajectorySummary(BaseModel):
-    """A trajectory without its steps and raw bytes: what lists and queues show."""
-
-    id: str
-    source_format: str
-    source_path: str | None = None
-    title: str | None = None
-    system: str | None = None
-    model: str | None = None
-    benchmark: str | None = None
-    task: str | None = None
-    outcome: Outcome = "unknown"
-    score: float | None = None
-    n_steps: int = 0
-    agents: list[str] = Field(default_factory=list)
-    imported_at: datetime | None = None
-    metadata: dict = Field(default_factory=dict)
-
-
-class StepPreview(BaseModel):
-    """One line of the step list: enough to draw it without loading the step's full content."""
-
-    index: int
-    agent: str | None = None
-    kind: str
-    tool_name: str | None = None
-    preview: str
-    length: int
-
-
-class SearchHit(BaseModel):
-    """A step whose content matches a full-text query."""
-
-    trajectory_id: str
-    index: int
-    snippet: str
-
-
-class TrajectoryFilter(BaseModel):
-    """Which trajectories a listing selects; every field left None selects everything."""
-
-    ids: Sequence[str] | None = None
-    system: str | None = None
-    model: str | None = None
-    benchmark: str | None = None
-    outcome: Outcome | None = None
-    source_format: str | None = None
-    search: str | None = Field(None, description="Full-text query over step content.")
-    review_status: str | None = Field(None, description="Status for `annotator` (not_started counts none).")
-    annotator: str | None = None
-    imported_after: datetime | None = None
-    imported_before: datetime | None = None
-    tag: str | None = Field(None, description="A value the trajectory's metadata 'tags' list holds, or an audit"
-                                              " sample's tag.")
 
 
 def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
@@ -140,12 +80,6 @@ def _trajectory_values(traj: Trajectory, n_steps: int) -> list:
     ]
 
 
-#: Content hash of a stub: never equal to a real trajectory's, so a real import replaces it.
-STUB_HASH = "label-export-stub"
-#: What each placeholder step of a stub says.
-PLACEHOLDER = "(step not included in the label export)"
-
-
 def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[SaveResult]:
     """Store (trajectory, original number of steps) stubs whose ids are new, with one executemany.
 
@@ -167,22 +101,6 @@ def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[Sa
             rows.append(values)
         db.conn.executemany(_INSERT_TRAJECTORY, rows)
     return out
-
-
-def _stub_steps(db: Database, traj_id: str, start: int, limit: int | None) -> list[Step]:
-    """Placeholder steps ``start`` .. ``start + limit`` if ``traj_id`` is a stub, else none.
-
-    The one fallback behind every step reader, so a stub reads the same everywhere.
-    """
-    row = db.execute(
-        "SELECT n_steps FROM trajectories WHERE id = ? AND content_hash = ?", [traj_id, STUB_HASH]
-    ).fetchone()
-    if row is None:
-        return []
-    end = row[0] if limit is None else min(row[0], start + limit)
-    return [
-        Step(index=i, id=f"{traj_id}:{i}", kind="event", content=PLACEHOLDER) for i in range(max(start, 0), end)
-    ]
 
 
 def _step_row(traj_id: str, s: Step) -> tuple:
@@ -315,12 +233,6 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
     return where, params
 
 
-def fts_query(text: str) -> str:
-    """Turn what a user typed into a safe FTS5 query: every word a quoted term, all required."""
-    words = re.findall(r"\w+", text)
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words) or '""'
-
-
 def get_summary(db: Database, traj_id: str) -> TrajectorySummary:
     row = db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]).fetchone()
     if row is None:
@@ -371,100 +283,6 @@ def get_trajectory(db: Database, traj_id: str, *, with_steps: bool = True, with_
         imported_at=row[15],
         steps=get_steps(db, traj_id) if with_steps else [],
     )
-
-
-_STEP_COLS = (
-    "idx, id, agent, role, recipient, kind, content, tool_name, tool_args, call_id, link, parent,"
-    " grp, timestamp, tokens_in, tokens_out, attributes, raw"
-)
-
-
-def _step(row: Sequence) -> Step:
-    return Step(
-        index=row[0],
-        id=row[1],
-        agent=row[2],
-        role=row[3],
-        recipient=row[4],
-        kind=row[5],
-        content=row[6],
-        tool_name=row[7],
-        tool_args=row[8],
-        call_id=row[9],
-        link=row[10],
-        parent=row[11],
-        group=row[12],
-        timestamp=row[13],
-        tokens_in=row[14],
-        tokens_out=row[15],
-        attributes=loads(row[16], {}),
-        raw=loads(row[17]),
-    )
-
-
-def get_steps(db: Database, traj_id: str, start: int = 0, limit: int | None = None) -> list[Step]:
-    """Steps ``start`` .. ``start + limit`` in order (all from ``start`` when limit is None)."""
-    rows = db.execute(
-        f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-        [traj_id, start, -1 if limit is None else limit],
-    ).fetchall()
-    if not rows:
-        return _stub_steps(db, traj_id, start, limit)
-    return [_step(r) for r in rows]
-
-
-def get_step(db: Database, traj_id: str, index: int) -> Step:
-    row = db.execute(
-        f"SELECT {_STEP_COLS} FROM steps WHERE trajectory_id = ? AND idx = ?", [traj_id, index]
-    ).fetchone()
-    if row is None:
-        stub = _stub_steps(db, traj_id, index, 1)
-        if stub:
-            return stub[0]
-        raise NotFound(f"trajectory {traj_id!r} has no step {index}")
-    return _step(row)
-
-
-def count_steps(db: Database, traj_id: str) -> int:
-    row = db.execute("SELECT n_steps FROM trajectories WHERE id = ?", [traj_id]).fetchone()
-    if row is None:
-        raise NotFound(f"no trajectory with id {traj_id!r}")
-    return row[0]
-
-
-def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) -> list[StepPreview]:
-    """One-line previews of a window of steps, from ``step_heads`` (never the step contents)."""
-    rows = db.execute(
-        "SELECT idx, agent, kind, tool_name, preview, length FROM step_heads"
-        " WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-        [traj_id, start, limit],
-    ).fetchall()
-    if not rows:
-        return [
-            StepPreview(index=s.index, kind=s.kind, preview=s.content, length=len(s.content))
-            for s in _stub_steps(db, traj_id, start, limit)
-        ]
-    return [
-        StepPreview(index=r[0], agent=r[1], kind=r[2], tool_name=r[3], preview=r[4], length=r[5])
-        for r in rows
-    ]
-
-
-def search_steps(
-    db: Database, text: str, trajectory_id: str | None = None, limit: int = 100
-) -> list[SearchHit]:
-    """Steps whose content contains every word of ``text``, best matches first."""
-    sql = (
-        "SELECT s.trajectory_id, s.idx, snippet(steps_fts, 0, '«', '»', '…', 12) FROM steps_fts"
-        " JOIN steps s ON s.rowid = steps_fts.rowid WHERE steps_fts MATCH ?"
-    )
-    params: list = [fts_query(text)]
-    if trajectory_id is not None:
-        sql += " AND s.trajectory_id = ?"
-        params.append(trajectory_id)
-    sql += " ORDER BY rank LIMIT ?"
-    params.append(limit)
-    return [SearchHit(trajectory_id=r[0], index=r[1], snippet=r[2]) for r in db.execute(sql, params)]
 
 
 def distinct_values(db: Database, column: Literal["system", "model", "benchmark", "source_format"]) -> list[str]:

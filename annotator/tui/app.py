@@ -11,12 +11,12 @@ from pathlib import Path
 from textual.app import App
 from textual.screen import ModalScreen
 
-from annotator.annotation import AnnotationSession, default_annotator
+from annotator.annotating.session import AnnotationSession, default_annotator
 from annotator.store import data_version, open_db
+from annotator.taxonomy import Taxonomy, load_taxonomy
 from annotator.tui.keys import check_hotkeys
 from annotator.tui.screens.queue import QueueScreen
 from annotator.tui.screens.replay import ReplayScreen
-from taxonomy import Taxonomy, load_taxonomy
 
 #: Seconds between two looks at whether another process (a second annotator, a pre-labelling
 #: run) committed to the database; a look is one pragma, so an idle app costs nothing more.

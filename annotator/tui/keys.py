@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textual.binding import Binding
 
 from annotator.errors import AnnotatorError
-from taxonomy import Taxonomy
+from annotator.taxonomy import Taxonomy
 
 
 class HotkeyClash(AnnotatorError):

@@ -7,7 +7,7 @@ import pytest
 from annotator.errors import LabellingError
 from annotator.labelling import mast_original as mo
 from annotator.labelling.verdicts import InvalidAnswer
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 

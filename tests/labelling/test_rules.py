@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.labelling.rules import (
     RulesLabeller,
     conversation_reset,
@@ -12,7 +12,7 @@ from annotator.labelling.rules import (
 )
 from annotator.models import Step
 from annotator.store.trajectories import get_trajectory, list_trajectories
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TASK = "Write a function that returns the n-th Fibonacci number and test it."
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from prelabel_helpers import API_KEY, add
 
 from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.llm import JudgeClient
@@ -13,9 +14,7 @@ from annotator.models import Label, LabelRun
 from annotator.store.labels import current_labels
 from annotator.store.requests import finish_item, run_items
 from annotator.store.runs import create_run
-from taxonomy import load_taxonomy
-
-from prelabel_helpers import API_KEY, add
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 NORMAL = ["Add two and two, please.", "Let me think. LOOP once more.", "The answer is 4."]

@@ -9,7 +9,7 @@ from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, ModeVerdict
 from annotator.labelling.voting import majority
 from annotator.labelling.windows import clip, merge_windows, plan_windows
 from annotator.models import Step
-from taxonomy import load_taxonomy
+from annotator.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
 STEPS = [Step(index=i, content=c) for i, c in enumerate(["Start the task.", "I will  search\n again for  the file.", "done"])]

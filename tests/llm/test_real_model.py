@@ -28,7 +28,7 @@ from annotator.store.labels import current_labels
 from annotator.store.requests import run_items
 from annotator.store.runs import create_run
 from annotator.store.trajectories import save_trajectory
-from taxonomy import Taxonomy, load_taxonomy
+from annotator.taxonomy import Taxonomy, load_taxonomy
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(240)]
 MODEL = "smollm2"

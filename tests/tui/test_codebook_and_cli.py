@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from annotator.cli import main
 from annotator.store import labels
+from annotator.taxonomy import load_taxonomy
 from annotator.tui.app import make_app
 from annotator.tui.keys import HotkeyClash
-from taxonomy import load_taxonomy
 
 
 def _codebook(tmp_path, hotkeys: tuple[str, str]):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from annotator.importers.service import import_paths
+from annotator.importers.importing import import_paths
 from annotator.store import labels, open_db, review
 
 HERE = Path(__file__).resolve().parent

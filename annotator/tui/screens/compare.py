@@ -13,9 +13,10 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Select, Static
 
-from annotator.annotation import AnnotationSession, Disagreement, annotators_of, disagreements
-from annotator.render import inert
-from taxonomy import Taxonomy
+from annotator.annotating.compare import Disagreement, disagreements, labelled_by
+from annotator.annotating.session import AnnotationSession
+from annotator.taxonomy import Taxonomy
+from annotator.text import inert
 
 
 def _cell(d: Disagreement, side: str) -> Text:
@@ -34,7 +35,7 @@ class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
     def __init__(self, session: AnnotationSession, taxonomy: Taxonomy) -> None:
         super().__init__()
         self.session, self.taxonomy = session, taxonomy
-        names = annotators_of(session.db, session.trajectory_id)
+        names = labelled_by(session.db, session.trajectory_id)
         self.names = sorted({session.annotator, *names})
         others = [n for n in self.names if n != session.annotator]
         self.left = session.annotator

@@ -9,11 +9,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from annotator.render import plain_header
-from annotator.store.trajectories import TrajectorySummary
+from annotator.taxonomy import Mode, Taxonomy
+from annotator.text import plain_header
 from annotator.tui.keys import REPLAY_KEYS
 from annotator.tui.widgets.text import plain
-from taxonomy import Mode, Taxonomy
+from annotator.views import TrajectorySummary
 
 TAGGING_HELP = (
     "Tagging: press a mode's key on the step where the failure first shows; that step becomes its onset. "

@@ -14,8 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
-from annotator import queue as work
-from annotator.store.trajectories import distinct_values
+from annotator.annotating import queue as work
 from annotator.tui.widgets.text import line
 
 STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
@@ -47,8 +46,8 @@ class QueueScreen(Screen[None]):
         yield Static(id="queue-header")
         with Horizontal(id="queue-filters"):
             yield Input(placeholder="/ full-text search in steps", id="search")
-            yield Select([(v, v) for v in distinct_values(db, "system")], prompt="system", id="system")
-            yield Select([(v, v) for v in distinct_values(db, "model")], prompt="model", id="model")
+            yield Select([(v, v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
+            yield Select([(v, v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
             yield Select(
                 [("not started", "not_started"), ("in progress", "in_progress"), ("done", "done")],
                 prompt="status",

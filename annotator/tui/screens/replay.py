@@ -13,19 +13,16 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from annotator.annotation import AnnotationSession
+from annotator.annotating.session import AnnotationSession
 from annotator.errors import AnnotatorError
 from annotator.models import Decision
-from annotator.render import inert
-from annotator.store.step_heads import get_step_head
-from annotator.store.trajectories import get_step, search_steps
+from annotator.text import inert
 from annotator.tui.keys import replay_bindings
 from annotator.tui.screens.modals import ConfirmScreen, DefinitionScreen, HelpScreen, TaskScreen, TextPrompt
 from annotator.tui.widgets.step_list import StepList
 from annotator.tui.widgets.step_view import StepView
 from annotator.tui.widgets.taxonomy_panel import PanelState, TaxonomyPanel
 from annotator.tui.widgets.text import line
-
 
 #: What ``_guard`` returns when the session refused an action.
 FAILED = object()
@@ -66,7 +63,7 @@ class ReplayScreen(Screen[None]):
         yield Static(self._header(), id="replay-header")
         with Horizontal(id="replay-main"):
             with Vertical(id="replay-left"):
-                yield StepList(self.session.db, self.session.trajectory_id, self._visible(), id="step-list")
+                yield StepList(self.session, self._visible(), id="step-list")
                 yield StepView(id="step-view")
             yield TaxonomyPanel(id="taxonomy-panel")
         yield Static(id="status-line")
@@ -150,12 +147,11 @@ class ReplayScreen(Screen[None]):
         self._show_step()
 
     def _show_step(self) -> None:
-        db, tid = self.session.db, self.session.trajectory_id
         if self.full:
-            step = get_step(db, tid, self.cursor)
+            step = self.session.step(self.cursor)
             self.query_one(StepView).show(step, len(step.content))
         else:
-            self.query_one(StepView).show(*get_step_head(db, tid, self.cursor))
+            self.query_one(StepView).show(*self.session.step_head(self.cursor))
 
     def _guard(self, fn, *args):
         """Run a session call; an expected failure becomes a status message (and FAILED), not a crash."""
@@ -245,13 +241,13 @@ class ReplayScreen(Screen[None]):
         if self.n_steps == 0:
             self._say("this trajectory has no steps to tag: D records every mode as absent")
             return
-        outcome = self._guard(self.session.toggle, mode_id, self.cursor)
-        if outcome is FAILED:
+        toggled = self._guard(self.session.toggle, mode_id, self.cursor)
+        if toggled is FAILED:
             return
         self.mode_cursor = self.taxonomy.mode_ids.index(mode_id)
         self._refresh_labels()
-        verb = {"tagged": "tagged", "moved": "moved onset of", "untagged": "untagged"}[outcome.kind]
-        self._say(f"{verb} {mode_id} at step {outcome.step} · u undoes")
+        verb = {"tagged": "tagged", "moved": "moved onset of", "untagged": "untagged"}[toggled.kind]
+        self._say(f"{verb} {mode_id} at step {toggled.step} · u undoes")
 
     def _cursor_mode(self) -> str:
         return self.taxonomy.modes[self.mode_cursor].id
@@ -343,7 +339,7 @@ class ReplayScreen(Screen[None]):
             if not text or not text.strip():
                 return
             self.search_query = text
-            hits = sorted(h.index for h in search_steps(self.session.db, text, self.session.trajectory_id, 1000))
+            hits = sorted(h.index for h in self.session.search(text))
             if not hits:
                 self._say(f"no step matches {text!r}")
                 return

@@ -1,7 +1,7 @@
 """The step list: one line per step, drawn lazily so a 10,000-step trajectory opens at once.
 
 A line-API scroll view: only the lines on screen are rendered, and their previews come from
-``store.trajectories.step_previews`` in windows of ``WINDOW`` steps (the first characters of
+the session's ``step_previews`` in windows of ``WINDOW`` steps (the first characters of
 each step's content), cached; full step contents are never read here.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from sqlite_utils import Database
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from annotator.render import KIND_ICONS, one_line
-from annotator.store.trajectories import StepPreview, step_previews
+from annotator.annotating.session import AnnotationSession
+from annotator.text import KIND_ICONS, one_line
 from annotator.tui.widgets.text import agent_colour
+from annotator.views import StepPreview
 
 WINDOW = 200
 _CACHE_LIMIT = 20 * WINDOW
@@ -32,10 +32,9 @@ class StepList(ScrollView, can_focus=False):
     StepList { height: 1fr; }
     """
 
-    def __init__(self, db: Database, trajectory_id: str, count: int, **kwargs) -> None:
+    def __init__(self, session: AnnotationSession, count: int, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._db = db
-        self._trajectory_id = trajectory_id
+        self._session = session
         self._cache: dict[int, StepPreview] = {}
         self.cursor = 0
         self.count = count
@@ -79,7 +78,7 @@ class StepList(ScrollView, can_focus=False):
             if len(self._cache) > _CACHE_LIMIT:
                 self._cache.clear()
             start = index - index % WINDOW
-            for p in step_previews(self._db, self._trajectory_id, start, WINDOW):
+            for p in self._session.step_previews(start, WINDOW):
                 self._cache[p.index] = p
         return self._cache.get(index)
 

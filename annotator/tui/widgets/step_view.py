@@ -1,7 +1,7 @@
 """The step view: the full content of the current step, scrollable, JSON and code highlighted.
 
 Tool calls show the tool name and their arguments (pretty JSON) in a block of their own; tool
-results say which tool and which call produced them. Content beyond ``store.step_heads.HEAD_CHARS`` is cut
+results say which tool and which call produced them. Content beyond ``views.HEAD_CHARS`` is cut
 with a note (only that much is read from the database), so a multi-megabyte tool output never
 slows down moving between steps. ``L`` shows the whole step: a content that long is wrapped as
 plain text by slicing and turned into lines only as they scroll into view, because laying out
@@ -18,8 +18,8 @@ from rich.cells import chop_cells
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.segment import Segment
-from rich.syntax import Syntax
 from rich.style import Style
+from rich.syntax import Syntax
 from rich.text import Text
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -27,9 +27,9 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from annotator.models import Step
-from annotator.render import KIND_ICONS, inert
-from annotator.store.step_heads import HEAD_CHARS
+from annotator.text import KIND_ICONS, inert
 from annotator.tui.widgets.text import agent_colour, plain
+from annotator.views import HEAD_CHARS
 
 _FENCE = re.compile(r"```([\w+-]*)\n(.*?)```", re.DOTALL)
 _THEME = "monokai"

@@ -15,11 +15,11 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from annotator.annotation import Suggestion
+from annotator.annotating.session import Suggestion
+from annotator.label_sources import parse
 from annotator.models import Attribution, Label
-from annotator.render import inert, one_line
-from taxonomy import Taxonomy
-
+from annotator.taxonomy import Taxonomy
+from annotator.text import inert, one_line
 
 #: Columns for a mode name: the longest MAST name fits (a narrow terminal gets fewer).
 NAME_WIDTH = 33
@@ -51,7 +51,7 @@ def _own(label: Label | None) -> Text:
 
 
 def _suggestion(s: Suggestion) -> Text:
-    run = inert(s.label.annotator.removeprefix("run:"))
+    run = parse(s.label.annotator).run_id
     kind = s.run.kind if s.run else s.label.provenance
     out = Text(f"    ◇ run {run} {kind}", style="#d7afff")
     if s.label.confidence is not None:

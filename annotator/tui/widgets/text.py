@@ -1,7 +1,7 @@
 """Turning untrusted trajectory text into Rich renderables that can never act as markup.
 
 Everything shown from a trajectory goes through :func:`plain`: control characters are made
-visible by ``render.inert`` and the result is a ``rich.text.Text`` (never parsed as markup),
+visible by ``annotator.text.inert`` and the result is a ``rich.text.Text`` (never parsed as markup),
 so ``[@click=app.quit]`` or an ANSI escape in a step is displayed, not executed.
 """
 
@@ -11,7 +11,7 @@ import zlib
 
 from rich.text import Text
 
-from annotator.render import inert, one_line
+from annotator.text import inert, one_line
 
 #: Readable on dark and light themes; an agent keeps its colour across sessions (crc32 of the name).
 AGENT_PALETTE = (

@@ -8,14 +8,16 @@ unfinished trajectory).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlite_utils import Database
 
 from annotator.models import ReviewStatus
 from annotator.store import review, suggestions
-from annotator.store.bulk import count_trajectories
+from annotator.store.report_tables import count_trajectories
 from annotator.store.review_counts import status_counts
-from annotator.store.trajectories import TrajectoryFilter, TrajectorySummary, list_trajectories
+from annotator.store.trajectories import distinct_values, list_trajectories
+from annotator.views import TrajectoryFilter, TrajectorySummary
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class QueueRow:
 
 
 @dataclass(frozen=True)
-class Progress:
+class AnnotatorProgress:
+    """How far one annotator is over every trajectory in the database."""
+
     done: int
     in_progress: int
     total: int
@@ -56,10 +60,15 @@ def queue(
     ]
 
 
-def progress(db: Database, annotator: str) -> Progress:
+def progress(db: Database, annotator: str) -> AnnotatorProgress:
     """Overall progress of the annotator over every trajectory in the database."""
     counts = status_counts(db, annotator)
-    return Progress(counts.get("done", 0), counts.get("in_progress", 0), count_trajectories(db))
+    return AnnotatorProgress(counts.get("done", 0), counts.get("in_progress", 0), count_trajectories(db))
+
+
+def filter_choices(db: Database, column: Literal["system", "model"]) -> list[str]:
+    """The values the queue's filter on ``column`` offers (those some trajectory has)."""
+    return distinct_values(db, column)
 
 
 def next_unfinished(rows: list[QueueRow], after: str | None = None) -> QueueRow | None:

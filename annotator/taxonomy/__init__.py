@@ -18,7 +18,15 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-BUILTIN_PATH = Path(__file__).with_name("mast.yaml")
+
+def _builtin_path() -> Path:
+    """Where the built-in codebook is: next to this module in an installed wheel (the build copies
+    it there), else in the repository's ``taxonomy/`` folder, the codebook's source."""
+    packaged = Path(__file__).with_name("mast.yaml")
+    return packaged if packaged.is_file() else Path(__file__).resolve().parents[2] / "taxonomy" / "mast.yaml"
+
+
+BUILTIN_PATH = _builtin_path()
 
 #: Keys of the annotation keyboard, in the order the TUI offers them to a custom codebook.
 HOTKEY_ROWS = "12345qwertyasdfghzxcvbn67890uiop"

@@ -23,15 +23,18 @@ from typing import Literal
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError, NotFound
-from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, utcnow
+from annotator.label_sources import is_run
+from annotator.models import Attribution, Decision, Label, LabelRun, ReviewStatus, Step, utcnow
 from annotator.store import labels as label_store
 from annotator.store import review, runs
 from annotator.store.attributions import attributions
 from annotator.store.db import write
-from annotator.store.trajectories import TrajectorySummary, get_summary
-from taxonomy import Taxonomy
-
-RUN_PREFIX = "run:"
+from annotator.store.search import search_steps
+from annotator.store.step_heads import get_step_head
+from annotator.store.steps import get_step, step_previews
+from annotator.store.trajectories import get_summary
+from annotator.taxonomy import Taxonomy
+from annotator.views import SearchHit, StepPreview, TrajectorySummary
 
 
 class NothingToUndo(AnnotatorError):
@@ -49,11 +52,6 @@ class AlreadyDecided(AnnotatorError):
 def default_annotator() -> str:
     """Who is annotating when no name is given: ``MAST_ANNOTATOR``, else the OS user name."""
     return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
-
-
-def is_run_annotator(annotator: str) -> bool:
-    """Whether labels under this name come from a pre-labelling run rather than a person."""
-    return annotator.startswith(RUN_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ ActionKind = Literal["tagged", "moved", "untagged"]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ToggleResult:
     """What a toggle did, for the front end to say so."""
 
     kind: ActionKind
@@ -120,6 +118,22 @@ class AnnotationSession:
 
     def summary(self) -> TrajectorySummary:
         return get_summary(self.db, self.trajectory_id)
+
+    def step_previews(self, start: int, limit: int) -> list[StepPreview]:
+        """One-line previews of steps ``start`` .. ``start + limit`` (never their full contents)."""
+        return step_previews(self.db, self.trajectory_id, start, limit)
+
+    def step(self, index: int) -> Step:
+        """Step ``index`` whole."""
+        return get_step(self.db, self.trajectory_id, index)
+
+    def step_head(self, index: int) -> tuple[Step, int]:
+        """Step ``index`` with a long content cut to its head, and the content's full length."""
+        return get_step_head(self.db, self.trajectory_id, index)
+
+    def search(self, text: str, limit: int = 1000) -> list[SearchHit]:
+        """Steps of this trajectory whose content holds every word of ``text``, best first."""
+        return search_steps(self.db, text, self.trajectory_id, limit)
 
     def labels(self) -> dict[str, Label]:
         """The annotator's current label (present or absent) per mode id."""
@@ -147,7 +161,7 @@ class AnnotationSession:
     def _others(self, current: list[Label]) -> dict[str, list[Label]]:
         out: dict[str, list[Label]] = {}
         for lab in current:
-            if lab.annotator != self.annotator and not is_run_annotator(lab.annotator):
+            if lab.annotator != self.annotator and not is_run(lab.annotator):
                 out.setdefault(lab.mode_id, []).append(lab)
         return out
 
@@ -164,7 +178,7 @@ class AnnotationSession:
         known_runs: dict[int, LabelRun | None] = {}
         out: dict[str, list[Suggestion]] = {}
         for lab in current:
-            if not is_run_annotator(lab.annotator) or lab.verdict != "present":
+            if not is_run(lab.annotator) or lab.verdict != "present":
                 continue
             run = None
             if lab.run_id is not None:
@@ -190,7 +204,7 @@ class AnnotationSession:
 
     # ---- writing
 
-    def toggle(self, mode_id: str, step: int) -> Outcome:
+    def toggle(self, mode_id: str, step: int) -> ToggleResult:
         """Tag ``mode_id`` with onset ``step``; move the onset if tagged elsewhere; clear if tagged here."""
         self.taxonomy.mode(mode_id)
         current = self.labels().get(mode_id)
@@ -205,7 +219,7 @@ class AnnotationSession:
             kind = "tagged"
             new = self._label(mode_id, verdict="present", onset_step=step)
         self._commit(f"{kind} {mode_id} at step {step}", [new])
-        return Outcome(kind, mode_id, step)
+        return ToggleResult(kind, mode_id, step)
 
     def toggle_evidence(self, mode_id: str, step: int) -> bool:
         """Add ``step`` to the mode's evidence steps, or remove it; True when it was added."""
@@ -318,45 +332,3 @@ class AnnotationSession:
         now = monotonic()
         spent, self._started = now - self._started, now
         return spent
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    """A mode two annotators see differently: different verdicts, or the same verdict at other onsets."""
-
-    mode_id: str
-    kind: Literal["verdict", "onset"]
-    left: Label | None
-    right: Label | None
-
-    @property
-    def onsets(self) -> tuple[int | None, int | None]:
-        return (
-            self.left.onset_step if self.left else None,
-            self.right.onset_step if self.right else None,
-        )
-
-
-def disagreements(db: Database, trajectory_id: str, left: str, right: str, taxonomy: Taxonomy) -> list[Disagreement]:
-    """Modes on which ``left`` and ``right`` disagree for one trajectory, in codebook order.
-
-    No label counts as "not present", so a tag facing silence is a verdict disagreement. Onsets
-    are compared only when both sides give one (datasets labelled per trace carry none).
-    """
-    current = label_store.current_labels(db, trajectory_id)
-    by = {(lab.annotator, lab.mode_id): lab for lab in current}
-    out: list[Disagreement] = []
-    for mode_id in taxonomy.mode_ids:
-        a, b = by.get((left, mode_id)), by.get((right, mode_id))
-        a_present = a is not None and a.verdict == "present"
-        b_present = b is not None and b.verdict == "present"
-        if a_present != b_present:
-            out.append(Disagreement(mode_id, "verdict", a, b))
-        elif a_present and None not in (a.onset_step, b.onset_step) and a.onset_step != b.onset_step:
-            out.append(Disagreement(mode_id, "onset", a, b))
-    return out
-
-
-def annotators_of(db: Database, trajectory_id: str) -> list[str]:
-    """Everyone (people and runs) with a current label on the trajectory."""
-    return sorted({lab.annotator for lab in label_store.current_labels(db, trajectory_id)})

@@ -1,4 +1,4 @@
-"""Plain-text rendering of trajectories for terminals and prompts, with hostile text made inert.
+"""Hostile text made inert, and the plain-text forms of trajectories built on it (terminals, prompts).
 
 Trajectory content is written by models and tools. Before it reaches a terminal, every
 control character except newline and tab is replaced by a visible escape (``\\x1b``), so an
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from annotator.models import Step
-from annotator.store.trajectories import TrajectorySummary
+from annotator.views import TrajectorySummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

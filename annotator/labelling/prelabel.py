@@ -23,11 +23,12 @@ from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.pricing import Usage, price_for
 from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
-from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, Progress, dry_run, run_labeller
+from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, dry_run, run_labeller
 from annotator.models import LabelRun, Outcome
 from annotator.store.runs import create_run, get_run, update_run
-from annotator.store.trajectories import TrajectoryFilter, list_trajectories, resolve_id
-from taxonomy import Taxonomy, load_taxonomy
+from annotator.store.trajectories import list_trajectories, resolve_id
+from annotator.taxonomy import Taxonomy, load_taxonomy
+from annotator.views import TrajectoryFilter
 
 
 class PrelabelOptions(BaseModel):
@@ -163,7 +164,7 @@ async def execute(
     run: LabelRun,
     opts: PrelabelOptions,
     *,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[RunProgress], None] | None = None,
     on_batch: Callable[[str, str], None] | None = None,
     resume_batch: str | None = None,
 ) -> LabelRun:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
+from annotator.importers.accounting import Ledger, check
 from annotator.importers.base import ImportedRecord, ImportOptions, record_values, registry, source_labels_hash
 from annotator.importers.detect import detect, dir_importer, read_head
 from annotator.store.attributions import save_attribution
@@ -41,13 +42,20 @@ class FileResult:
     labels: int = 0
     error: str | None = None
     skipped: str | None = None  # why a file found by a folder walk was not imported
-    warnings: list[str] = field(default_factory=list)
+    #: The accounting of the trajectories this import wrote (imported or updated): an unchanged
+    #: trajectory's was reported when it was written.
+    ledger: Ledger = field(default_factory=Ledger)
     skipped_lines: list[int] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def warnings(self) -> list[str]:
+        """The written trajectories' warnings as lines."""
+        return self.ledger.warning_lines()
 
 
 @dataclass
@@ -153,6 +161,10 @@ def import_file(
             stubs: list[ImportedRecord] = []
             held = 0  # labels in ``stubs``
             for rec in importer.read(path, opts):
+                if not rec.stub:
+                    check(rec.trajectory, rec.ledger)
+                if opts.strict and rec.ledger.warnings:
+                    raise _strict_failure(path, rec)
                 if rec.stub:
                     stubs.append(rec)
                     held += len(rec.labels)
@@ -166,8 +178,8 @@ def import_file(
                 status = save_trajectory(db, rec.trajectory)
                 result.trajectory_ids.append(rec.trajectory.id)
                 setattr(result, status, getattr(result, status) + 1)
-                result.warnings.extend(rec.warnings)
                 if status != "unchanged":
+                    result.ledger.merge(rec.ledger)
                     add_labels(db, rec.labels)
                     result.labels += len(rec.labels)
                     for att in rec.attributions:
@@ -181,14 +193,27 @@ def import_file(
             result.error = str(exc)
     except AnnotatorError as exc:
         result.error = str(exc)
-        result.imported = result.updated = result.unchanged = result.labels = 0
-        result.trajectory_ids = []
+        _nothing_written(result)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         result.error = f"{path}: {first_line}"
-        result.imported = result.updated = result.unchanged = result.labels = 0
-        result.trajectory_ids = []
+        _nothing_written(result)
     return result
+
+
+def _nothing_written(result: FileResult) -> None:
+    """Clear the counts of a file whose transaction was rolled back."""
+    result.imported = result.updated = result.unchanged = result.labels = 0
+    result.trajectory_ids = []
+    result.ledger = Ledger()
+
+
+def _strict_failure(path: Path, rec: ImportedRecord) -> ImportFailure:
+    """The failure of a file that ``--strict`` refuses: its first warning and how many there are."""
+    (kind, message), _ = next(iter(rec.ledger.warnings.items()))
+    n = sum(rec.ledger.warnings.values())
+    more = f" (and {n - 1} more)" if n > 1 else ""
+    return ImportFailure(str(path), f"--strict: {kind}: {message}{more}", where=rec.trajectory.source_ref)
 
 
 def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult) -> None:
@@ -199,6 +224,8 @@ def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult) 
     for rec, status in zip(stubs, save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs]), strict=True):
         result.trajectory_ids.append(rec.trajectory.id)
         setattr(result, status, getattr(result, status) + 1)
+        if status != "unchanged":
+            result.ledger.merge(rec.ledger)
     labels = new_or_changed(db, [lab for rec in stubs for lab in rec.labels])
     add_labels(db, labels)
     result.labels += len(labels)

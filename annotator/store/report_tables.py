@@ -1,30 +1,26 @@
-"""Bulk reads and writes for the reports: whole label sources as compact per-trajectory rows.
+"""The tables reports and exports are computed from: trajectories, verdicts per source, attributions.
 
 A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
 Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
 let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
 not "absent" as a string of integer codes that numpy parses in one call; exports stream a
-source's labels from a cursor. The bulk inserts at the end exist for generating large
-databases (benchmarks) without a Python call per label.
+source's labels from a cursor. Writing such databases for benchmarks is ``store.synthetic``.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
-from itertools import chain
 
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
-from annotator.models import SCHEMA_VERSION
+from annotator.label_sources import SourceFacts, SourceName
 from annotator.store._json import loads
-from annotator.store.db import write
-from annotator.store.labels import make_current
-from annotator.store.trajectories import TrajectoryFilter, _where
+from annotator.store.trajectories import _where
+from annotator.views import TrajectoryFilter
 
 
 def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
@@ -192,27 +188,21 @@ def labels_outside(db: Database, annotator: str, mode_ids: Sequence[str]) -> int
     ).fetchone()[0]
 
 
-def has_labels(db: Database, annotator: str) -> bool:
-    """Whether any label stands under ``annotator``."""
-    return db.execute("SELECT 1 FROM label_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
-
-
-def label_origin(db: Database, annotator: str) -> tuple[str, str | None] | None:
-    """Provenance and importer tag (``extra.source``) of one current label of ``annotator``.
-
-    An imported set is written by one importer, so one of its labels says where all came from.
-    """
+def source_facts(db: Database, source: SourceName) -> SourceFacts:
+    """What the store knows about a stored source name, in one query: whether it has review
+    states and labels, one current label's provenance and importer tag (an imported set is
+    written by one importer, so one label says where all came from), and its run if it names one."""
     row = db.execute(
-        "SELECT l.provenance, json_extract(l.extra, '$.source') FROM label_state s JOIN labels l ON l.id = s.label_id"
-        " WHERE s.annotator = ? LIMIT 1",
-        [annotator],
+        "SELECT EXISTS(SELECT 1 FROM review_state WHERE annotator = :name), o.provenance, o.origin,"
+        " r.kind, r.model, r.status"
+        " FROM (SELECT 1) LEFT JOIN (SELECT l.provenance, json_extract(l.extra, '$.source') AS origin"
+        "  FROM label_state s JOIN labels l ON l.id = s.label_id WHERE s.annotator = :name LIMIT 1) o"
+        " LEFT JOIN label_runs r ON r.id = :run",
+        {"name": source.name, "run": source.run_id},
     ).fetchone()
-    return (row[0], row[1]) if row else None
-
-
-def has_reviews(db: Database, annotator: str) -> bool:
-    """Whether ``annotator`` has a review state on any trajectory (a person using the annotator)."""
-    return db.execute("SELECT 1 FROM review_state WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+    reviewed, provenance, origin, run_kind, model, status = row
+    detail = f"{run_kind} run, {model or '-'}, status {status}" if run_kind else ""
+    return SourceFacts(bool(reviewed), provenance is not None, provenance, origin, run_kind, detail)
 
 
 def review_status_counts(db: Database, annotator: str) -> dict[str, list[str]]:
@@ -233,50 +223,3 @@ def reviewers(db: Database) -> list[str]:
             "SELECT DISTINCT annotator FROM review_state WHERE status = 'done' ORDER BY annotator"
         )
     ]
-
-
-def insert_label_cells(
-    db: Database,
-    rows: Iterable[tuple[str, str, str, str, int | None]],
-    *,
-    provenance: str,
-    taxonomy_hash: str | None = None,
-    created_at: datetime | None = None,
-) -> None:
-    """Append many bare labels (trajectory_id, annotator, mode_id, verdict, onset_step) at once.
-
-    Each becomes the current label of its cell. No evidence, quote or note: this is for
-    generated data and bulk loads, where building a Label object per cell would dominate.
-    """
-    stamp = (created_at or datetime.now().astimezone()).isoformat()
-    with write(db):
-        start = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
-        db.conn.executemany(
-            "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
-            " provenance, taxonomy_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ((SCHEMA_VERSION, t, m, a, v, o, provenance, taxonomy_hash, stamp) for t, a, m, v, o in rows),
-        )
-        make_current(db, start)
-
-
-def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:
-    """Append many step-less trajectory rows (generated data): keys are trajectories columns."""
-    rows = iter(rows)
-    first = next(rows, None)
-    if first is None:
-        return
-    cols = list(first)
-    sql = f"INSERT INTO trajectories ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-    with write(db):
-        db.conn.executemany(sql, ([r[c] for c in cols] for r in chain([first], rows)))
-
-
-def insert_reviews_done(db: Database, annotator: str, trajectory_ids: Iterable[str]) -> None:
-    """Mark many trajectories done for an annotator at once (generated data, bulk loads)."""
-    stamp = datetime.now().astimezone().isoformat()
-    with write(db):
-        db.conn.executemany(
-            "INSERT OR REPLACE INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at)"
-            " VALUES (?, ?, 'done', 0, ?)",
-            ((t, annotator, stamp) for t in trajectory_ids),
-        )
