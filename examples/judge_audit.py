@@ -12,6 +12,7 @@ run of the judge code with a judge of known error rates. ``labels`` writes stand
 
     python -m examples.judge_audit corpus -n 5000 -o corpus.jsonl --truth truth.jsonl
     python -m examples.judge_audit labels --truth truth.jsonl --sample sample.jsonl -o alice.jsonl
+    python -m examples.judge_audit truth --truth truth.jsonl
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def labels(truth_path: str, sample_path: str, annotator: str, out: str) -> None:
                 }) + b"\n")
 
 
+def prevalence(truth_path: str) -> None:
+    """Print the true prevalence per mode: what the corrected estimates should find."""
+    with open(truth_path, "rb") as fh:
+        rows = [set(orjson.loads(line)["modes"]) for line in fh]
+    print(f"true prevalence over {len(rows)} trajectories:")
+    for mode in MODES:
+        print(f"  {mode}  {sum(mode in r for r in rows) / len(rows):.3f}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,9 +93,13 @@ def main(argv: list[str]) -> int:
     lab.add_argument("--sample", required=True, help="`mast list --tag TAG --json` output")
     lab.add_argument("--annotator", default="alice")
     lab.add_argument("-o", "--output", required=True)
+    truth = sub.add_parser("truth", help="the true prevalence per mode (known because simulated)")
+    truth.add_argument("--truth", required=True)
     args = parser.parse_args(argv)
     if args.command == "corpus":
         corpus(args.n, args.seed, args.output, args.truth)
+    elif args.command == "truth":
+        prevalence(args.truth)
     else:
         labels(args.truth, args.sample, args.annotator, args.output)
     return 0

@@ -126,7 +126,7 @@ def _gap(a: Audit, mask_all: np.ndarray, column: int) -> dict:
     out = {"n_audit_failed": len(parts[0][0]), "n_audit_succeeded": len(parts[1][0]),
            "n_total": int((failed | succeeded).sum())}
     for name, e in (("judge", judge), ("human", people), ("ppi", corrected)):
-        out[f"gap_pp_{name}"] = num(e.value[0] * 100)
+        out[f"{name}_gap_pp"] = num(e.value[0] * 100)
         out[f"{name}_gap_ci_low_pp"] = num(e.low[0] * 100)
         out[f"{name}_gap_ci_high_pp"] = num(e.high[0] * 100)
     out["n_effective"] = _count(ppi.effective_n(len(parts[0][0]) + len(parts[1][0]), people, corrected)[0])
@@ -198,9 +198,9 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                    for g in levels for j, m in enumerate(modes)]
         tables.append(Table(f"prevalence_ppi_by_{column}", f"Prevalence per mode by {column} (judge, people, PPI)",
                             [column, "mode", *ESTIMATE_COLUMNS], records))
-    gap_columns = ["mode", "n_audit_failed", "n_audit_succeeded", "n_total", "gap_pp_judge", "judge_gap_ci_low_pp",
-                   "judge_gap_ci_high_pp", "gap_pp_human", "human_gap_ci_low_pp", "human_gap_ci_high_pp",
-                   "gap_pp_ppi", "ppi_gap_ci_low_pp", "ppi_gap_ci_high_pp", "n_effective"]
+    gap_columns = ["mode", "n_audit_failed", "n_audit_succeeded", "n_total",
+                   *(f"{e}_gap{part}_pp" for e in ("judge", "human", "ppi") for part in ("", "_ci_low", "_ci_high")),
+                   "n_effective"]
     tables.append(Table("gap_ppi", "Failed minus successful prevalence in percentage points (judge, people, PPI)",
                         gap_columns, [{"mode": m, **_gap(a, everything, j)} for j, m in enumerate(modes)]))
     mean_rows = [{"group": "all", **_mean_modes(a, everything)}]
