@@ -19,7 +19,7 @@ from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check
 from annotator.importers.base import ImportOptions, registry
 from annotator.importers.detect import detect
-from annotator.importers.service import import_file, import_paths
+from annotator.importers.importing import import_file, import_paths
 from annotator.models import Step, Trajectory
 from annotator.report import export
 from annotator.taxonomy import load_taxonomy
