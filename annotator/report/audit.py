@@ -70,7 +70,7 @@ def _count(value: float) -> int | None:
 def _clip(est: ppi.Estimates, low: float | None, high: float | None) -> ppi.Estimates:
     if low is None:
         return est
-    return ppi.Estimates(est.value, est.se, np.clip(est.low, low, high), np.clip(est.high, low, high))
+    return ppi.Estimates(np.clip(est.value, low, high), est.se, np.clip(est.low, low, high), np.clip(est.high, low, high))
 
 
 def _record(n: int, big_n: int, judge: ppi.Estimates, people: ppi.Estimates, corrected: ppi.Estimates,
@@ -168,7 +168,8 @@ NOTES = [
     " audited positives).",
     "n_effective: how many audited trajectories people alone would need for PPI's precision."
     " An interval is empty where the audited values do not vary (no positive seen); with fewer than 10"
-    " audited positives every interval of that mode is rough.",
+    " audited positives every interval of that mode is rough. Prevalences and their bounds are clipped"
+    " to [0, 1] (the correction can push a rare mode's raw estimate below 0).",
 ]
 
 
