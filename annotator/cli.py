@@ -365,7 +365,7 @@ def taxonomy_validate(path):
 @main.command("formats")
 def formats_cmd():
     """List the import formats and how each is recognised."""
-    from annotator.importers.base import registry
+    from annotator.importers.registry import registry
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     table.add_column("format", style="cyan", no_wrap=True)

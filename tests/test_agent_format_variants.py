@@ -11,7 +11,7 @@ import pytest
 
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportOptions
-from annotator.importers.detect import detect
+from annotator.importers.registry import detect
 from annotator.models import HIDDEN
 
 

@@ -13,8 +13,9 @@ import orjson
 import pytest
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions
 from annotator.importers.importing import import_file
+from annotator.importers.registry import registry
 from annotator.store.trajectories import list_trajectories
 
 FORMATS = Path(__file__).resolve().parents[2] / "shared" / "data" / "formats"

@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions
 from annotator.importers.importing import import_file, import_paths
+from annotator.importers.registry import registry
 from annotator.store.trajectories import get_trajectory, list_trajectories
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_subagents"

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from annotator.cli import main
-from annotator.importers.base import registry
+from annotator.importers.registry import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 WW = ROOT / "trajectories" / "who_and_when"

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 
 from annotator.importers.base import ImportOptions
-from annotator.importers.detect import detect
 from annotator.importers.importing import import_file
+from annotator.importers.registry import detect
 from annotator.models import HIDDEN
 from annotator.store.trajectories import get_trajectory
 

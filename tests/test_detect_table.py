@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from annotator.errors import AmbiguousFormat, ImportFailure, UnknownFormat
-from annotator.importers.base import registry
-from annotator.importers.detect import detect, read_head
+from annotator.importers.registry import detect, registry
+from annotator.importers.detect import read_head
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -1,6 +1,6 @@
 """The floors of the house stay apart: textual only in the TUI, openai only in labelling/llm.py,
-the TUI reaches the store only through the annotation core, and the plain views and the text
-guard sit below the store."""
+the TUI reaches the store only through the annotation core, the plain views and the text guard
+sit below the store, reports do not import importers, and modules are named by what they hold."""
 
 from __future__ import annotations
 
@@ -9,17 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "annotator").rglob("*.py"))
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 def _imported_names(path: Path) -> set[str]:
@@ -32,6 +21,11 @@ def _imported_names(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level packages a module imports."""
+    return {name.split(".")[0] for name in _imported_names(path)}
 
 
 def test_sources_found():
@@ -123,24 +117,12 @@ def test_cli_help_does_not_import_heavy_modules():
     assert out.stdout.strip() == ""
 
 
-def _module_imports(path: Path) -> set[str]:
-    """Full dotted names of the absolute imports of a module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
 def test_report_does_not_import_importers():
     """Reports read the store; what an importer knows that a report needs lives below both."""
     offenders = [
         str(p.relative_to(ROOT))
         for p in sorted((ROOT / "annotator" / "report").rglob("*.py"))
-        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _module_imports(p))
+        if any(m == "annotator.importers" or m.startswith("annotator.importers.") for m in _imported_names(p))
     ]
     assert offenders == []
 
@@ -150,3 +132,65 @@ def test_source_names_are_spelled_in_one_module():
     home = ROOT / "annotator" / "label_sources.py"
     offenders = [str(p.relative_to(ROOT)) for p in SOURCES if p != home and '"run:' in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _runtime_imports(tree: ast.AST, modules: set[str]) -> set[str]:
+    """The project modules a module imports at run time, wherever the import statement sits
+    (a function's lazy import closes a cycle as surely as a top-level one); imports under
+    ``if TYPE_CHECKING:`` never run and are left out."""
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative imports hide the graph: write the module's full name"
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in modules else node.module)
+    return found & modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the project modules it imports, from the AST of every source file. The importer
+    registry imports its formats by name (``module:Class`` strings): those count as edges too."""
+    from annotator.importers.registry import IMPORTERS
+
+    modules = {_module_name(p): p for p in SOURCES}
+    graph = {
+        name: _runtime_imports(ast.parse(path.read_text(encoding="utf-8")), set(modules)) - {name}
+        for name, path in modules.items()
+    }
+    graph["annotator.importers.registry"] |= {f"annotator.importers.{e.split(':')[0]}" for e in IMPORTERS}
+    return graph
+
+
+def test_import_graph_is_read():
+    graph = import_graph()
+    assert "annotator.importers.base" in graph["annotator.importers.chat"]
+    assert "annotator.importers.chat" in graph["annotator.importers.registry"]
+
+
+def test_no_import_cycle():
+    """No module imports itself through others: every package's imports run one way."""
+    import graphlib
+
+    try:
+        tuple(graphlib.TopologicalSorter(import_graph()).static_order())
+    except graphlib.CycleError as exc:
+        raise AssertionError("import cycle: " + " -> ".join(exc.args[1])) from None

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect
+from annotator.importers.base import ImportOptions
 from annotator.importers.importing import import_file, import_paths
+from annotator.importers.registry import detect, registry
 from annotator.models import Step, Trajectory
 from annotator.report import export
 from annotator.taxonomy import load_taxonomy

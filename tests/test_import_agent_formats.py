@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import detect, registry
 from annotator.models import HIDDEN
 
 FORMATS = Path(__file__).resolve().parents[2] / "shared" / "data" / "formats"

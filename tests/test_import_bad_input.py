@@ -155,7 +155,7 @@ def test_text_log_with_invalid_utf8_deep_inside(db, tmp_path):
 def test_truncated_big_json_array_names_the_record(tmp_path, monkeypatch):
     from annotator.errors import ImportFailure
     from annotator.importers import reading
-    from annotator.importers.base import registry
+    from annotator.importers.registry import registry
 
     monkeypatch.setattr(reading, "WHOLE_JSON_BYTES", 100)  # stream this small file with ijson
     path = tmp_path / "mad.json"

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from annotator.importers.base import ImportOptions
-from annotator.importers.detect import detect
 from annotator.importers.importing import import_file
+from annotator.importers.registry import detect, registry
 from annotator.models import HIDDEN
 from annotator.store.labels import current_labels
 from annotator.store.trajectories import get_trajectory, list_trajectories
@@ -82,8 +82,6 @@ def test_jsonl_one_trajectory_per_line(db, tmp_path):
 
 
 def test_jsonl_streams_line_by_line(tmp_path):
-    from annotator.importers.base import registry
-
     path = tmp_path / "runs.jsonl"
     path.write_bytes(b'{"steps": ["one"]}\n{"steps": ["two"]}\n{"steps": broken\n')
     reader = registry()["jsonl"].read(path, ImportOptions())

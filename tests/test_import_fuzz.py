@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import detect, registry
 
 KEYS = [
     "history", "mistake_agent", "mistake_step", "mistake_reason", "is_correct", "is_corrected", "question",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from annotator.importers.base import ImportOptions, registry
+from annotator.importers.base import ImportOptions
+from annotator.importers.registry import registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inspect_ai"
 

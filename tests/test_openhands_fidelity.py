@@ -7,9 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from annotator.importers.base import ImportOptions, registry
-from annotator.importers.detect import detect, dir_importer
+from annotator.importers.base import ImportOptions
 from annotator.importers.importing import import_paths
+from annotator.importers.registry import detect, dir_importer, registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openhands"
 

@@ -1,8 +1,8 @@
-"""What every importer shares: the record it yields, options, ids, hashes and the registry.
+"""What every importer shares: the record it yields, options, ids and hashes.
 
-An importer is a module with one :class:`Importer` subclass, registered with
-:func:`register`. It sniffs a :class:`~annotator.importers.detect.Head` (a bounded look at
-the file) and reads the file as a stream of :class:`ImportedRecord` s, raising
+An importer is a module with an :class:`Importer` subclass, listed in
+:mod:`annotator.importers.registry`. It sniffs a :class:`~annotator.importers.detect.Head` (a
+bounded look at the file) and reads the file as a stream of :class:`ImportedRecord` s, raising
 :class:`~annotator.errors.ImportFailure` with the line or record where it stopped.
 """
 
@@ -92,24 +92,6 @@ class Importer:
         """Why ``path``, a file of this format, is not imported on its own (another file's import
         takes it in), or None. ``walked``: a folder walk found it rather than the user naming it."""
         return None
-
-
-_REGISTRY: dict[str, Importer] = {}
-
-
-def register(cls: type[Importer]) -> type[Importer]:
-    """Class decorator adding an importer to the registry under its ``name``."""
-    if cls.name in _REGISTRY:
-        raise ValueError(f"importer {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls()
-    return cls
-
-
-def registry() -> dict[str, Importer]:
-    """All importers by name, in detection order (the order their modules register)."""
-    from annotator.importers import formats  # noqa: F401  (registers the built-in importers)
-
-    return dict(_REGISTRY)
 
 
 def stable_id(*parts: object) -> str:

@@ -22,7 +22,6 @@ from annotator.importers.base import (
     as_text,
     finish,
     record_values,
-    register,
     stable_id,
 )
 from annotator.importers.detect import Head
@@ -77,7 +76,6 @@ def looks_like_chat(items: object) -> bool:
     return isinstance(items, dict) and isinstance(items.get("role"), str) and items["role"] in CHAT_ROLES
 
 
-@register
 class OpenAIChat(Importer):
     name = "openai_chat"
     description = "OpenAI chat message list: a bare list, or an object with 'messages' (tool_calls included)"

@@ -31,7 +31,7 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, parse_json_maybe, parse_time, plain
@@ -165,7 +165,6 @@ def _is_transcript(line: object) -> bool:
         ("sessionId" in line and "uuid" in line) or ("session_id" in line and "message" in line))
 
 
-@register
 class ClaudeCode(Importer):
     name = "claude_code"
     description = "Claude Code session transcript JSONL (or claude -p --output-format stream-json)"

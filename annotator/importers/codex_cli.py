@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text, scrub_data_uris
 from annotator.importers.reading import iter_jsonl
@@ -160,7 +160,6 @@ def is_rollout(head: Head) -> bool:
     return isinstance(first, dict) and first.get("type") == "session_meta" and isinstance(first.get("payload"), dict)
 
 
-@register
 class CodexCLI(Importer):
     name = "codex_cli"
     description = "Codex CLI session rollout JSONL (session_meta, response_item, event_msg)"

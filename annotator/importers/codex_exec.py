@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, seq, str_or_none
@@ -276,7 +276,6 @@ def is_exec_stream(head: Head) -> bool:
     return False
 
 
-@register
 class CodexExec(Importer):
     name = "codex_exec"
     description = "codex exec --json event stream (thread.started, item.completed, turn.completed ...)"

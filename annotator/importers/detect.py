@@ -1,4 +1,4 @@
-"""Sniffing: which importer reads a file, decided from its first bytes and a bounded parse.
+"""Sniffing: the bounded look at a file that importers decide on (the choice is the registry's).
 
 A large file is never loaded to detect it: :class:`Head` holds at most the first
 ``HEAD_BYTES`` of text, the keys and first scalar values seen by an incremental JSON parse of
@@ -16,8 +16,8 @@ from pathlib import Path
 import ijson
 import orjson
 
-from annotator.errors import AmbiguousFormat, ImportFailure, UnknownFormat
-from annotator.importers.base import Importer, ImportOptions, registry
+from annotator.errors import ImportFailure, UnknownFormat
+from annotator.importers.base import ImportOptions
 
 HEAD_BYTES = 64 * 1024
 PARSE_BYTES = 512 * 1024
@@ -221,25 +221,3 @@ def _json_error(path: Path) -> str:
 def _json_where(path: Path) -> str | None:
     exc = _json_problem(path)
     return f"line {exc.lineno} column {exc.colno}" if exc else None
-
-
-def detect(path: Path, opts: ImportOptions | None = None, head: Head | None = None) -> Importer:
-    """The one importer for ``path``; UnknownFormat or AmbiguousFormat otherwise."""
-    head = head or read_head(path, opts)
-    importers = registry()
-    matches = [imp for imp in importers.values() if imp.sniff(head)]
-    specific = [imp for imp in matches if not imp.fallback]
-    chosen = specific or matches
-    if len(chosen) == 1:
-        return chosen[0]
-    if not chosen:
-        raise UnknownFormat(
-            str(path),
-            f"unknown format ({head.kind}); supported: {', '.join(importers)} (force one with --format)",
-        )
-    raise AmbiguousFormat(str(path), [imp.name for imp in chosen])
-
-
-def dir_importer(path: Path) -> Importer | None:
-    """The importer that reads the folder ``path`` as one unit (a run folder), if any."""
-    return next((imp for imp in registry().values() if imp.claims_dir(path)), None)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
 from annotator.importers.accounting import Ledger, check
-from annotator.importers.base import ImportedRecord, ImportOptions, record_values, registry, source_labels_hash
-from annotator.importers.detect import detect, dir_importer, read_head
+from annotator.importers.base import ImportedRecord, ImportOptions, record_values, source_labels_hash
+from annotator.importers.detect import read_head
+from annotator.importers.registry import detect, dir_importer, registry
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
 from annotator.store.label_merge import new_or_changed

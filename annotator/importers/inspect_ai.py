@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text, scrub_data_uris
 from annotator.importers.reading import load_json
@@ -275,7 +275,6 @@ def _sample_order(name: str) -> tuple:
     return (as_int(sid) if as_int(sid) is not None else 0, sid, as_int(epoch) or 0)
 
 
-@register
 class InspectAI(Importer):
     name = "inspect_ai"
     description = "Inspect AI eval log: .eval zip or .json (one trajectory per sample and epoch)"

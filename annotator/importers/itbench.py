@@ -26,7 +26,7 @@ import yaml
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
@@ -193,7 +193,6 @@ def _renumber(steps: list[Step], start: int) -> list[Step]:
     return [s.model_copy(update={"index": start + i, "link": None}) for i, s in enumerate(steps)]
 
 
-@register
 class ITBenchRun(Importer):
     name = "itbench_run"
     description = "ITBench SRE agent run folder (agent_output.json + Codex session / traces/traces.jsonl)"

@@ -23,7 +23,6 @@ from annotator.importers.base import (
     as_text,
     finish,
     record_values,
-    register,
     stable_id,
 )
 from annotator.importers.chat import chat_steps, looks_like_chat
@@ -40,7 +39,6 @@ _OUTCOMES = {"success": "success", "failure": "failure", "fail": "failure", "fai
              "unknown": "unknown", "true": "success", "false": "failure"}
 
 
-@register
 class Jsonl(Importer):
     name = "jsonl"
     description = "Generic JSON Lines, one trajectory per line (messages, or steps/trajectory, plus id/system/model/...)"

@@ -28,7 +28,6 @@ from annotator.importers.base import (
     as_text,
     finish,
     record_values,
-    register,
     stable_id,
 )
 from annotator.importers.detect import Head
@@ -138,7 +137,6 @@ def outcome_of(hidden: dict) -> str:
     return "success" if correct else "failure"
 
 
-@register
 class MadFull(Importer):
     name = "mad_full"
     description = "MAD / MAST-Data LLM-labelled records (mas_name, trace.trajectory, mast_annotation)"
@@ -197,7 +195,6 @@ class MadFull(Importer):
         return labels
 
 
-@register
 class MadHuman(Importer):
     name = "mad_human"
     description = "MAD human-labelled records (round, trace, three annotators per failure mode)"

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value, register
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
 from annotator.models import LABEL_EXPORT_FORMAT, Label, Trajectory
@@ -54,7 +54,6 @@ def _reject(path: Path, row: object, lineno: int) -> None:
     raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
 
 
-@register
 class MastExport(Importer):
     name = "mast_export"
     description = "labels exported by `mast export --format jsonl` (restores the same labels)"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.mad import outcome_of, trace_steps
 from annotator.importers.reading import load_json, require
@@ -24,7 +24,6 @@ from annotator.models import HIDDEN, Trajectory
 _FOREIGN = {"info", "environment", "replay_config", "mast_annotation", "annotations"}
 
 
-@register
 class MastTrace(Importer):
     name = "mast_trace"
     description = "MAST per-trace JSON (instance_id, problem_statement, trajectory; MetaGPT run_id/prompt/content)"

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.chat import CHAT_ROLES
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
@@ -77,7 +77,6 @@ def message_steps(messages: list, path: Path) -> StepList:
     return out
 
 
-@register
 class MiniSWEAgent(Importer):
     name = "mini_swe_agent"
     description = "mini-swe-agent trajectory: v2 .traj.json object or the older bare message list"

@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.openhands_v1 import V1Events, events_of, is_v1_event
 from annotator.importers.reading import json_lines, load_json
@@ -201,7 +201,6 @@ def _is_record(first: object) -> bool:
             and (_RECORD_KEYS <= set(first) or _RESOLVER_KEYS <= set(first)))
 
 
-@register
 class OpenHands(Importer):
     name = "openhands"
     description = "OpenHands V0 event stream (list of action/observation events) or eval records with 'history'"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import uri_text
 from annotator.importers.reading import json_lines, load_json
@@ -172,7 +172,6 @@ def is_v1_event(item: object) -> bool:
     return isinstance(kind, str) and "source" in item and (kind.endswith("Event") or kind in _KNOWN)
 
 
-@register
 class OpenHandsV1(Importer):
     name = "openhands_v1"
     description = "OpenHands V1 (software-agent-sdk) event log: JSON array or JSON Lines of events with 'kind'"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions
 from annotator.importers.detect import Head
 from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
 from annotator.importers.spans import AGENT, CHAIN, EVENT, LLM, TOOL, Convention, span_records
@@ -84,7 +84,6 @@ class OpenInferenceConvention(Convention):
         return as_int(a.get("llm.token_count.prompt")), as_int(a.get("llm.token_count.completion"))
 
 
-@register
 class OpenInference(Importer):
     name = "openinference"
     description = "OpenInference (Arize Phoenix) spans: OTLP/JSON, span lists or one span's attributes"

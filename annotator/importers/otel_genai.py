@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, register
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions
 from annotator.importers.detect import Head
 from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
 from annotator.importers.spans import AGENT, CHAIN, LLM, OTHER, TOOL, Convention, span_records
@@ -141,7 +141,6 @@ def is_genai(keys: set[str]) -> bool:
     return any(k.startswith("gen_ai.") for k in keys)
 
 
-@register
 class OtelGenAI(Importer):
     name = "otel_genai"
     description = "OpenTelemetry GenAI spans (gen_ai.*): OTLP/JSON, span lists or one span's attributes"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
 from annotator.importers.steps import StepList, fingerprint, json_text, obj, parse_json_maybe, plain, seq, str_or_none
@@ -117,7 +117,6 @@ def _outcome(info: dict) -> str:
     return "failure"
 
 
-@register
 class SWEAgent(Importer):
     name = "swe_agent"
     description = "SWE-agent .traj run or demonstration (trajectory / history with message_type)"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, register, stable_id
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, stable_id
 from annotator.importers.detect import Head, decode_utf8
 from annotator.importers.mad import log_steps, outcome_of
 from annotator.importers.log_splitters import guess_system
@@ -29,7 +29,6 @@ LOG_SUFFIXES = {".log", ".out"}
 LEAD_LINES = 5
 
 
-@register
 class TextLog(Importer):
     name = "text_log"
     description = "Plain-text agent logs (ChatDev, MetaGPT, AG2, AppWorld, HyperAgent, Magentic-One, OpenManus, other)"

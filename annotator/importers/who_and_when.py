@@ -21,7 +21,6 @@ from annotator.importers.base import (
     as_text,
     finish,
     record_values,
-    register,
     stable_id,
 )
 from annotator.importers.detect import Head
@@ -33,7 +32,6 @@ from annotator.models import HIDDEN, Attribution, Step, Trajectory
 ANNOTATOR = "who-and-when"
 
 
-@register
 class WhoAndWhen(Importer):
     name = "who_and_when"
     description = "Who&When failure-attribution records (history + mistake_agent/mistake_step)"

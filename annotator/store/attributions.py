@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlite_utils import Database
 
 from annotator.models import Attribution
-from annotator.store._json import dumps, loads
+from annotator.store._json import dumps
 from annotator.store.db import write
+from annotator.store.rows import decode, json_columns, select
 
 
 def save_attribution(db: Database, attribution: Attribution) -> None:
@@ -29,21 +30,9 @@ def save_attribution(db: Database, attribution: Attribution) -> None:
 
 
 def attributions(db: Database, trajectory_id: str | None = None) -> list[Attribution]:
-    sql = "SELECT trajectory_id, annotator, step, step_as_given, agent, reason, warnings, created_at FROM attributions"
+    sql = f"SELECT {select(Attribution)} FROM attributions"
     params: list = []
     if trajectory_id is not None:
         sql += " WHERE trajectory_id = ?"
         params.append(trajectory_id)
-    return [
-        Attribution(
-            trajectory_id=r[0],
-            annotator=r[1],
-            step=r[2],
-            step_as_given=r[3],
-            agent=r[4],
-            reason=r[5],
-            warnings=loads(r[6], []),
-            created_at=r[7],
-        )
-        for r in db.execute(sql + " ORDER BY trajectory_id, annotator", params)
-    ]
+    return decode(db.execute(sql + " ORDER BY trajectory_id, annotator", params), Attribution, json_columns("warnings"))

@@ -14,36 +14,12 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import SCHEMA_VERSION, Decision, Label, utcnow
-from annotator.store._json import dumps, loads
+from annotator.store._json import dumps
 from annotator.store.db import write
+from annotator.store.rows import decode, decode_one, json_columns, select
 
-_COLS = (
-    "id, trajectory_id, mode_id, annotator, verdict, onset_step, evidence_steps, quote, note,"
-    " rationale, confidence, provenance, run_id, grounded, taxonomy_hash, retracts, extra, created_at"
-)
-
-
-def _label(row: Sequence) -> Label:
-    return Label(
-        id=row[0],
-        trajectory_id=row[1],
-        mode_id=row[2],
-        annotator=row[3],
-        verdict=row[4],
-        onset_step=row[5],
-        evidence_steps=loads(row[6], []),
-        quote=row[7],
-        note=row[8],
-        rationale=row[9],
-        confidence=row[10],
-        provenance=row[11],
-        run_id=row[12],
-        grounded=None if row[13] is None else bool(row[13]),
-        taxonomy_hash=row[14],
-        retracts=row[15],
-        extra=loads(row[16], {}),
-        created_at=row[17],
-    )
+_COLS = select(Label)
+_DECODE = json_columns("evidence_steps", "extra")
 
 
 def _row(label: Label) -> tuple:
@@ -116,10 +92,9 @@ def make_current(db: Database, after: int) -> None:
 def retract(db: Database, label_id: int, annotator: str) -> Label | None:
     """Withdraw label ``label_id`` (undo). Returns the label that is current afterwards, if any."""
     with write(db):
-        row = db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]).fetchone()
-        if row is None:
+        target = decode_one(db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]), Label, _DECODE)
+        if target is None:
             raise NotFound(f"no label with id {label_id}")
-        target = _label(row)
         if target.retracts is not None:
             raise ValueError(f"label {label_id} is itself a retraction")
         if db.execute("SELECT 1 FROM labels WHERE retracts = ?", [label_id]).fetchone():
@@ -137,12 +112,12 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
                 }
             ),
         )
-        newest = db.execute(
+        newest = decode_one(db.execute(
             f"SELECT {_COLS} FROM labels l WHERE trajectory_id = ? AND annotator = ? AND mode_id = ?"
             " AND retracts IS NULL AND NOT EXISTS (SELECT 1 FROM labels r WHERE r.retracts = l.id)"
             " ORDER BY id DESC LIMIT 1",
             [target.trajectory_id, target.annotator, target.mode_id],
-        ).fetchone()
+        ), Label, _DECODE)
         key = [target.trajectory_id, target.annotator, target.mode_id]
         if newest is None:
             db.execute(
@@ -152,9 +127,9 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
         db.execute(
             "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
             " VALUES (?, ?, ?, ?)",
-            [*key, newest[0]],
+            [*key, newest.id],
         )
-        return _label(newest)
+        return newest
 
 
 def current_labels(
@@ -168,7 +143,7 @@ def current_labels(
 
     A tag that was cleared (verdict None) is left out unless ``include_cleared``.
     """
-    sql = f"SELECT {', '.join('l.' + c.strip() for c in _COLS.split(','))} FROM label_state s JOIN labels l ON l.id = s.label_id"
+    sql = f"SELECT {select(Label, table='l')} FROM label_state s JOIN labels l ON l.id = s.label_id"
     where, params = [], []
     if trajectory_id is not None:
         where.append("s.trajectory_id = ?")
@@ -181,7 +156,7 @@ def current_labels(
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY s.trajectory_id, s.annotator, s.mode_id"
-    return [_label(r) for r in db.execute(sql, params)]
+    return decode(db.execute(sql, params), Label, _DECODE)
 
 
 def label_rows(db: Database, annotators: Sequence[str] | None = None) -> list[tuple]:
@@ -205,14 +180,14 @@ def history(db: Database, trajectory_id: str, annotator: str | None = None) -> l
     if annotator is not None:
         sql += " AND annotator = ?"
         params.append(annotator)
-    return [_label(r) for r in db.execute(sql + " ORDER BY id", params)]
+    return decode(db.execute(sql + " ORDER BY id", params), Label, _DECODE)
 
 
 def get_label(db: Database, label_id: int) -> Label:
-    row = db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]).fetchone()
-    if row is None:
+    label = decode_one(db.execute(f"SELECT {_COLS} FROM labels WHERE id = ?", [label_id]), Label, _DECODE)
+    if label is None:
         raise NotFound(f"no label with id {label_id}")
-    return _label(row)
+    return label
 
 
 def annotators(db: Database) -> list[str]:

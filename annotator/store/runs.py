@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import SCHEMA_VERSION, LabelRun
-from annotator.store._json import dumps, loads
+from annotator.store._json import dumps
 from annotator.store.db import write
+from annotator.store.rows import decode, decode_one, json_columns, select
 
-_COLS = (
-    "id, kind, model, endpoint_host, prompt_name, prompt_hash, params, taxonomy_hash, status, counts,"
-    " tokens_in, tokens_out, cost_usd, started_at, finished_at"
-)
-
-
-def _run(row: Sequence) -> LabelRun:
-    return LabelRun(
-        id=row[0],
-        kind=row[1],
-        model=row[2],
-        endpoint_host=row[3],
-        prompt_name=row[4],
-        prompt_hash=row[5],
-        params=loads(row[6], {}),
-        taxonomy_hash=row[7],
-        status=row[8],
-        counts=loads(row[9], {}),
-        tokens_in=row[10],
-        tokens_out=row[11],
-        cost_usd=row[12],
-        started_at=row[13],
-        finished_at=row[14],
-    )
+_COLS = select(LabelRun)
+_DECODE = json_columns("params", "counts")
 
 
 def create_run(db: Database, run: LabelRun) -> LabelRun:
@@ -87,11 +64,11 @@ def update_run(db: Database, run: LabelRun) -> None:
 
 
 def get_run(db: Database, run_id: int) -> LabelRun:
-    row = db.execute(f"SELECT {_COLS} FROM label_runs WHERE id = ?", [run_id]).fetchone()
-    if row is None:
+    run = decode_one(db.execute(f"SELECT {_COLS} FROM label_runs WHERE id = ?", [run_id]), LabelRun, _DECODE)
+    if run is None:
         raise NotFound(f"no label run {run_id}")
-    return _run(row)
+    return run
 
 
 def list_runs(db: Database) -> list[LabelRun]:
-    return [_run(r) for r in db.execute(f"SELECT {_COLS} FROM label_runs ORDER BY id")]
+    return decode(db.execute(f"SELECT {_COLS} FROM label_runs ORDER BY id"), LabelRun, _DECODE)

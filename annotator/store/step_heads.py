@@ -10,23 +10,25 @@ from __future__ import annotations
 from sqlite_utils import Database
 
 from annotator.models import Step
-from annotator.store.steps import _STEP_COLS, _step, get_step
+from annotator.store.rows import decode_one, select
+from annotator.store.steps import STEP_COLUMNS, STEP_DECODE, get_step
 
-# coalesce() stops at the stored head, so a long content is never read.
-_HEAD_COLS = ", ".join(
-    f"s.{c}" if c != "content" else "coalesce(h.head, s.content)" for c in _STEP_COLS.replace(" ", "").split(",")[:-1]
-) + ", NULL"
+# coalesce() stops at the stored head, so a long content is never read; the raw record is not read at all.
+_HEAD_COLS = select(Step, table="s", renamed={**STEP_COLUMNS, "content": "coalesce(h.head, s.content)"}, omit=("raw",))
 
 
 def get_step_head(db: Database, traj_id: str, index: int) -> tuple[Step, int]:
     """Step ``index`` with its content cut to ``views.HEAD_CHARS`` characters and no raw record; and the full length."""
-    row = db.execute(
-        f"SELECT {_HEAD_COLS}, h.length FROM steps s JOIN step_heads h USING (trajectory_id, idx)"
+    cursor = db.execute(
+        f"SELECT {_HEAD_COLS} FROM steps s JOIN step_heads h USING (trajectory_id, idx)"
         " WHERE s.trajectory_id = ? AND s.idx = ?",
         [traj_id, index],
-    ).fetchone()
-    if row is None:
+    )
+    step = decode_one(cursor, Step, STEP_DECODE)
+    if step is None:
         # Only a stub's placeholder has no head row; anything else raises NotFound there.
         step = get_step(db, traj_id, index)
         return step, len(step.content)
-    return _step(row[:-1]), row[-1]
+    return step, db.execute(
+        "SELECT length FROM step_heads WHERE trajectory_id = ? AND idx = ?", [traj_id, index]
+    ).fetchone()[0]

@@ -16,8 +16,9 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import Step, Trajectory
-from annotator.store._json import dumps, loads
+from annotator.store._json import dumps
 from annotator.store.db import write
+from annotator.store.rows import decode, decode_one, json_columns, select
 from annotator.store.search import fts_query
 from annotator.store.steps import STUB_HASH, get_steps
 from annotator.views import TrajectoryFilter, TrajectorySummary
@@ -150,29 +151,8 @@ def existing_hashes(db: Database, ids: Iterable[str]) -> dict[str, str]:
     return out
 
 
-_SUMMARY_COLS = (
-    "id, source_format, source_path, title, system, model, benchmark, task, outcome, score,"
-    " n_steps, agents, imported_at, metadata"
-)
-
-
-def _summary(row: Sequence) -> TrajectorySummary:
-    return TrajectorySummary(
-        id=row[0],
-        source_format=row[1],
-        source_path=row[2],
-        title=row[3],
-        system=row[4],
-        model=row[5],
-        benchmark=row[6],
-        task=row[7],
-        outcome=row[8],
-        score=row[9],
-        n_steps=row[10],
-        agents=loads(row[11], []),
-        imported_at=row[12],
-        metadata=loads(row[13], {}),
-    )
+_SUMMARY_COLS = select(TrajectorySummary)
+_SUMMARY_DECODE = json_columns("agents", "metadata")
 
 
 def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list[TrajectorySummary]:
@@ -183,7 +163,7 @@ def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY coalesce(system, ''), coalesce(model, ''), id"
-    return [_summary(r) for r in db.execute(sql, params).fetchall()]
+    return decode(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
 
 
 def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
@@ -234,10 +214,12 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
 
 
 def get_summary(db: Database, traj_id: str) -> TrajectorySummary:
-    row = db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]).fetchone()
-    if row is None:
+    summary = decode_one(
+        db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]), TrajectorySummary, _SUMMARY_DECODE
+    )
+    if summary is None:
         raise NotFound(f"no trajectory with id {traj_id!r}")
-    return _summary(row)
+    return summary
 
 
 def resolve_id(db: Database, ref: str) -> str:
@@ -256,33 +238,17 @@ def resolve_id(db: Database, ref: str) -> str:
 
 def get_trajectory(db: Database, traj_id: str, *, with_steps: bool = True, with_raw: bool = False) -> Trajectory:
     """The whole trajectory; steps and raw bytes only when asked (they can be large)."""
-    row = db.execute(
-        "SELECT id, schema_version, source_format, source_path, source_ref, title, system, model,"
-        " benchmark, task, outcome, score, metadata, raw, content_hash, imported_at"
-        " FROM trajectories WHERE id = ?",
-        [traj_id],
-    ).fetchone()
-    if row is None:
-        raise NotFound(f"no trajectory with id {traj_id!r}")
-    return Trajectory(
-        id=row[0],
-        schema_version=row[1],
-        source_format=row[2],
-        source_path=row[3],
-        source_ref=row[4],
-        title=row[5],
-        system=row[6],
-        model=row[7],
-        benchmark=row[8],
-        task=row[9],
-        outcome=row[10],
-        score=row[11],
-        metadata=loads(row[12], {}),
-        raw=zlib.decompress(row[13]) if with_raw and row[13] is not None else None,
-        content_hash=row[14],
-        imported_at=row[15],
-        steps=get_steps(db, traj_id) if with_steps else [],
+    omit = ("steps",) if with_raw else ("steps", "raw")
+    traj = decode_one(
+        db.execute(f"SELECT {select(Trajectory, omit=omit)} FROM trajectories WHERE id = ?", [traj_id]),
+        Trajectory,
+        {**json_columns("metadata"), "raw": zlib.decompress},
     )
+    if traj is None:
+        raise NotFound(f"no trajectory with id {traj_id!r}")
+    if with_steps:
+        traj.steps = get_steps(db, traj_id)
+    return traj
 
 
 def distinct_values(db: Database, column: Literal["system", "model", "benchmark", "source_format"]) -> list[str]:
