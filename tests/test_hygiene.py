@@ -194,3 +194,17 @@ def test_no_import_cycle():
         tuple(graphlib.TopologicalSorter(import_graph()).static_order())
     except graphlib.CycleError as exc:
         raise AssertionError("import cycle: " + " -> ".join(exc.args[1])) from None
+
+
+def test_readme_layout_names_every_room():
+    """The README's layout paragraph names every top-level module and package of ``annotator``,
+    and every public module of the rooms it lists in full (store, annotating, labelling)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("The layout, one room per job") : readme.index("holds the house to these rules")]
+    package = ROOT / "annotator"
+    names = [p.name for p in package.iterdir() if p.suffix == ".py" and p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in package.iterdir() if p.is_dir() and any(p.glob("*.py"))]
+    for room in ("store", "annotating", "labelling"):
+        names += [p.name for p in (package / room).glob("*.py") if not p.name.startswith("_")]
+    missing = sorted(n for n in names if f"`{n}`" not in layout)
+    assert missing == []

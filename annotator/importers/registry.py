@@ -4,7 +4,7 @@ Adding a format is one line in ``IMPORTERS``. The list is data, not a chain of i
 entry names a module of this package and the :class:`~annotator.importers.base.Importer`
 subclass it defines. The modules are imported the first time the registry is asked for (so
 ``mast --help`` stays light). No format module imports this one (they import ``base`` and
-``detect``), so the package's imports run one way: ``service`` → ``registry`` → formats →
+``detect``), so the package's imports run one way: ``importing`` → ``registry`` → formats →
 ``detect`` / ``base``.
 """
 

@@ -25,7 +25,7 @@ from annotator.errors import ReportError
 from annotator.report import ppi
 from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
 from annotator.report.prevalence import wilson
-from annotator.report.tables import Section, Table, num
+from annotator.report.tables import Finding, Section, Table, num
 from annotator.store.samples import Sample, get_sample, latest_sample, sample_items
 from annotator.taxonomy import Taxonomy
 
@@ -39,8 +39,12 @@ class Audit:
     def __init__(self, frame: Frame, source: str, people: Frame, audit: str, sample: Sample | None,
                  items: dict[str, str]) -> None:
         self.frame, self.sample = frame, sample
+        #: The modes both the judge and the people cover (a partial source is audited on its modes).
+        self.modes = tuple(m for m in frame.mode_ids if m in people.mode_ids)
+        jcols = [frame.mode_ids.index(m) for m in self.modes]
+        pcols = [people.mode_ids.index(m) for m in self.modes]
         judge = frame.labels[source]
-        self.judge_present, self.judge_known = judge.present, judge.known
+        self.judge_present, self.judge_known = judge.present[:, jcols], judge.known[:, jcols]
         self.yhat_all = judge.present.astype(float)  # an unknown verdict predicts absent: PPI stays unbiased
         self.judge_counts = self.yhat_all.sum(axis=1)
         where = {t: i for i, t in enumerate(people.ids.tolist())}
@@ -48,7 +52,7 @@ class Audit:
         self.rows = np.asarray(in_sample, dtype=np.int64)
         mine = np.asarray([where[t] for t in frame.ids[self.rows].tolist()], dtype=np.int64)
         person = people.labels[audit]
-        self.y, self.y_known = person.present[mine].astype(float), person.known[mine]
+        self.y, self.y_known = person.present[mine][:, pcols].astype(float), person.known[mine][:, pcols]
         self.weights: np.ndarray | None = None
         self.audited_outside = len(people.ids) - len(self.rows) if sample is None else sum(
             1 for t in people.ids.tolist() if t not in items and t in set(frame.ids.tolist()))
@@ -173,10 +177,46 @@ NOTES = [
 ]
 
 
+#: Corrected modes a finding names (those the judge is furthest off, outside PPI's interval).
+TOP_CORRECTIONS = 3
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def findings(audit: str, n: int, big_n: int, prevalence: list[dict], mean_failed: dict) -> list[Finding]:
+    """The key findings the audit adds: the modes whose judge-alone prevalence lies furthest
+    outside PPI's interval, and the corrected mean number of modes per failed trajectory."""
+    off = [r for r in prevalence if r["ppi_ci_low"] is not None and r["judge"] is not None
+           and not r["ppi_ci_low"] <= r["judge"] <= r["ppi_ci_high"]]
+    off.sort(key=lambda r: -abs(r["judge"] - r["ppi"]))
+    where = f"{audit}'s audit of {n:,} of {big_n:,} trajectories (PPI)"
+    if off:
+        shown = "; ".join(f"{r['mode']} judge {_pct(r['judge'])}, corrected {_pct(r['ppi'])}"
+                          f" [{_pct(r['ppi_ci_low'])}, {_pct(r['ppi_ci_high'])}]" for r in off[:TOP_CORRECTIONS])
+        more = f"; {len(off) - TOP_CORRECTIONS} more in the tables" if len(off) > TOP_CORRECTIONS else ""
+        text = f"judge corrected by {where}: {shown}{more}"
+    else:
+        text = f"{where}: the judge's prevalence lies within the corrected interval for every mode"
+    data = {"audit": audit, "n_audit": n, "n_total": big_n,
+            "outside": [{k: r[k] for k in ("mode", "judge", "ppi", "ppi_ci_low", "ppi_ci_high")} for r in off]}
+    out = [Finding("judge_corrected", text, data)]
+    m = mean_failed
+    if m["ppi"] is not None:
+        ci = (f"[{m['ppi_ci_low']:.2f}, {m['ppi_ci_high']:.2f}]" if m["ppi_ci_low"] is not None
+              else "interval undefined")
+        out.append(Finding("mean_modes_failed_corrected",
+                           f"mean modes per failed trajectory, corrected: {m['ppi']:.2f} {ci} (judge alone"
+                           f" {m['judge']:.2f}; {m['n_audit']} audited of {m['n_total']:,} failed)",
+                           {k: m[k] for k in ("n_audit", "n_total", "judge", "ppi", "ppi_ci_low", "ppi_ci_high")}))
+    return out
+
+
 def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, filters: Filters | None,
-                  by: tuple[str, ...], sample_tag: str | None = None) -> tuple[Section, dict]:
-    """The judge-corrected section of a report over ``source``, audited by ``audit``, and what
-    the header says about the audit."""
+                  by: tuple[str, ...], sample_tag: str | None = None) -> tuple[Section, dict, list[Finding]]:
+    """The judge-corrected section of a report over ``source``, audited by ``audit``, what the
+    header says about the audit, and the key findings it adds."""
     if audit == source:
         raise ReportError("--audit names the people who checked the source, not the source itself")
     sample = get_sample(db, sample_tag) if sample_tag else latest_sample(db, source)
@@ -189,7 +229,7 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
     if a.n < 2:
         raise ReportError(f"{audit} finished {a.n} of the audited trajectories of {source}: PPI needs at least 2")
     everything = np.ones(frame.n, dtype=bool)
-    modes = frame.mode_ids
+    modes = a.modes
     tables = [Table("prevalence_ppi", "Prevalence per mode: judge alone, audited people alone, judge corrected (PPI)",
                     ["mode", *ESTIMATE_COLUMNS], [{"mode": m, **_prevalence(a, everything, j)}
                                                   for j, m in enumerate(modes)], _design(a, audit))]
@@ -214,4 +254,5 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
     head = {"audit": audit, "audited": a.n, "sample": None if s is None else {
         "tag": s.tag, "stratify": s.stratify, "seed": s.seed, "size": s.size, "population": s.population,
         "strata": {h: {"trajectories": p, "drawn": d} for h, (p, d) in s.strata.items()}}}
-    return Section("Judge corrected by the audit (prediction-powered inference)", tables, NOTES), head
+    key = findings(audit, a.n, frame.n, tables[0].records, mean_rows[0])
+    return Section("Judge corrected by the audit (prediction-powered inference)", tables, NOTES), head, key

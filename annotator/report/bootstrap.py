@@ -49,7 +49,8 @@ class Plan:
         self._blocks: dict[object, np.ndarray] = {}
 
     def add(self, key: object, columns: np.ndarray) -> None:
-        self._blocks[key] = np.asarray(columns, dtype=np.float32).reshape(len(columns), -1)
+        block = np.asarray(columns, dtype=np.float32)
+        self._blocks[key] = block[:, None] if block.ndim == 1 else block
 
     def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
         """Replicated column sums per key: (replicates, that block's columns).
@@ -102,6 +103,18 @@ def interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndar
             lo[ok] = np.nanpercentile(reps[:, ok], tail, axis=0)
             hi[ok] = np.nanpercentile(reps[:, ok], 100 - tail, axis=0)
     return lo, hi, undefined
+
+
+#: Fewest trajectories a group needs for a resampling interval: with one, every replicate draws
+#: that trajectory, all replicates are equal and the interval is a point that is not certainty.
+MIN_RESAMPLED = 2
+
+
+def withhold_degenerate(lo: np.ndarray, hi: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval bounds with NaN (undefined) where the group behind them has fewer than
+    :data:`MIN_RESAMPLED` trajectories."""
+    small = np.asarray(n) < MIN_RESAMPLED
+    return np.where(small, np.nan, lo), np.where(small, np.nan, hi)
 
 
 def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

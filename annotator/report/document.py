@@ -14,7 +14,8 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator import __version__
-from annotator.report import bootstrap, comparisons, cooccurrence, onsets, predictors, prevalence
+from annotator.label_sources import SourceKind
+from annotator.report import bootstrap, comparisons, cooccurrence, findings, onsets, predictors, prevalence
 from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
 from annotator.report.tables import Document, Section, Table, num
@@ -44,6 +45,8 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
             for s in sources
         ],
         "taxonomy": {"name": tax.name, "version": tax.version, "version_hash": tax.version_hash},
+        "modes": {"reported": list(frame.mode_ids),
+                  "not_covered": [m for m in tax.mode_ids if m not in frame.mode_ids]},
         "filters": frame.filters.active(),
         "counts": {
             "trajectories_in_database": frame.n_total,
@@ -57,7 +60,7 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
         "bootstrap_replicates": replicates,
     }
     ties = sum(len(frame.labels[s].ties) for s in sources)
-    if any(frame.labels[s].source.kind == "consensus" for s in sources):
+    if any(frame.labels[s].source.kind is SourceKind.CONSENSUS for s in sources):
         out["counts"]["consensus_ties"] = ties
     return out
 
@@ -90,9 +93,10 @@ def _mean_modes_columns(counts: np.ndarray, failed: np.ndarray) -> np.ndarray:
     return np.column_stack([counts * f, f, counts * s, s])
 
 
-def _mean_modes_interval(sums: np.ndarray) -> dict:
+def _mean_modes_interval(sums: np.ndarray, failed: np.ndarray) -> dict:
     lo, hi, _ = bootstrap.interval(np.column_stack([bootstrap.ratio(sums[:, 0], sums[:, 1]),
                                                     bootstrap.ratio(sums[:, 2], sums[:, 3])]))
+    lo, hi = bootstrap.withhold_degenerate(lo, hi, np.array([(failed == FAILED).sum(), (failed == SUCCEEDED).sum()]))
     return {"mean_modes_failed_boot_low": num(lo[0]), "mean_modes_failed_boot_high": num(hi[0]),
             "mean_modes_succeeded_boot_low": num(lo[1]), "mean_modes_succeeded_boot_high": num(hi[1])}
 
@@ -125,6 +129,8 @@ def build_report(
     plan = bootstrap.Plan()
     plan.add("gap", predictors.gap_columns(present, known, frame.failed))
     plan.add("mean_modes", _mean_modes_columns(counts, frame.failed))
+    group = by[0] if by else "system"
+    plan.add("mean_modes_by_group", findings.mean_modes_columns(frame, counts, group))
     replicated = plan.run(replicates, seed)
 
     sections = [Section("Per trajectory", [per_trajectory(frame, present, lab.onset, row_limit)])]
@@ -152,7 +158,7 @@ def build_report(
                              prevalence.distribution(counts, frame.failed, k)))
     means = prevalence.mean_modes(counts, frame.failed)
     if replicates:
-        means[0].update(_mean_modes_interval(replicated["mean_modes"]))
+        means[0].update(_mean_modes_interval(replicated["mean_modes"], frame.failed))
     mean_cols = ["trajectories", "mean_modes", "failed", "mean_modes_failed", "succeeded", "mean_modes_succeeded"]
     prev_tables.append(Table("mean_modes", "Mean distinct modes per failed and per successful trajectory",
                              mean_cols + ([f"mean_modes_{o}_boot_{b}" for o in ("failed", "succeeded")
@@ -166,18 +172,21 @@ def build_report(
                              " share of all flagged failure instances."]))
 
     gaps = predictors.gap_records(frame, present, known, replicated.get("gap"))
-    top = predictors.strongest(gaps)
+    tests = predictors.table_records(frame, present, known)
+    supported, top = findings.strongest_predictor(frame, gaps, tests)
     gap_cols = ["rank", "mode", "failed_n", "prevalence_failed", "succeeded_n", "prevalence_succeeded", "gap_pp",
                 "gap_ci_low_pp", "gap_ci_high_pp"] + (["gap_boot_low_pp", "gap_boot_high_pp"] if replicates else [])
     pred_tables = [
         Table("failed_vs_successful", "Failed vs successful: prevalence gap in percentage points (ranked)",
-              gap_cols, gaps, [f"Strongest predictor (largest failed-minus-successful gap): {top or 'none'}",
-                               "Gap interval: Newcombe hybrid score; boot: cluster bootstrap over trajectories."]),
+              gap_cols, gaps, [supported.text[0].upper() + supported.text[1:] + f" (named when BH q <"
+                               f" {findings.ALPHA} and both groups have at least {findings.MIN_GROUP})",
+                               "Gap interval: Newcombe hybrid score; boot: cluster bootstrap over trajectories"
+                               f" (undefined where a group has fewer than {bootstrap.MIN_RESAMPLED})."]),
         Table("two_by_two", "Risk ratio P(fail|mode)/P(fail|no mode), odds ratio, Fisher's exact test",
               ["mode", "present_failed", "present_succeeded", "absent_failed", "absent_succeeded", "risk_ratio",
                "rr_ci_low", "rr_ci_high", "odds_ratio", "or_ci_low", "or_ci_high", "fisher_p", "bh_q",
                "mh_odds_ratio", "mh_ci_low", "mh_ci_high"],
-              predictors.table_records(frame, present, known),
+              tests,
               ["Odds ratio: sample OR of Table2x2; 0.5 is added to every cell of a table with an empty cell."
                " q: Benjamini-Hochberg over the modes. mh: Mantel-Haenszel odds ratio pooled over systems."]),
     ]
@@ -215,9 +224,14 @@ def build_report(
             ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
              " is the earliest over all modes present."]))
     head = header("report", frame, [source], seed, replicates)
+    corrected_findings = []
     if audit is not None:
-        corrected, head["audit"] = audit_section(db, source, audit, taxonomy, filters, by, audit_sample)
+        corrected, head["audit"], corrected_findings = audit_section(db, source, audit, taxonomy, filters, by,
+                                                                     audit_sample)
         sections.insert(1, corrected)
     head["strongest_predictor"] = top
     head["by"] = list(by)
-    return Document("report", head, sections)
+    key = [*findings.counts(frame, group), *findings.top_modes(frame, present, known, group),
+           *findings.mean_modes(frame, counts, means[0], replicated.get("mean_modes_by_group"), group), supported,
+           *corrected_findings]
+    return Document("report", head, sections, key)

@@ -98,7 +98,7 @@ def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: F
         out.append({
             "mas_name": row["system"], "llm_name": row["model"], "benchmark_name": row["benchmark"],
             "trace_id": row["trajectory_id"], "annotator": row["source"], "outcome": row["outcome"],
-            "mast_annotation": {codes[m]: row[m] for m in taxonomy.mode_ids},
+            "mast_annotation": {codes[m]: row.get(m) for m in taxonomy.mode_ids},
         })
     return out
 

@@ -114,6 +114,10 @@ def display(table: Table) -> tuple[list[str], list[list[str]]]:
     return [h for h, _ in plan], rows
 
 
+#: The heading of the key findings block, the same in every rendering.
+FINDINGS_TITLE = "Key findings"
+
+
 def title(doc: Document) -> str:
     """The document's title, the same in every rendering."""
     return "MAST failure report" if doc.kind == "report" else "Agreement between label sources"
@@ -127,6 +131,17 @@ def shown_note(table: Table) -> str | None:
     return None
 
 
+def _modes_line(header: dict) -> list[tuple[str, str]]:
+    """The modes line when a source covers only some of the codebook's modes."""
+    modes = header.get("modes")
+    if not modes or not modes["not_covered"]:
+        return []
+    total = len(modes["reported"]) + len(modes["not_covered"])
+    by = "the source covers" if len(header["sources"]) == 1 else "every source covers"
+    return [("modes", f"{len(modes['reported'])} of {total} reported, the ones {by}: {', '.join(modes['reported'])}"
+                      f" (not covered: {', '.join(modes['not_covered'])})")]
+
+
 def header_lines(header: dict) -> list[tuple[str, str]]:
     """The report header as (label, text) lines, in reading order."""
     counts = header["counts"]
@@ -134,6 +149,7 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
         ("sources", "; ".join(f"{s['name']} ({s['kind']}: {s['detail']})" for s in header["sources"])),
         ("taxonomy", f"{header['taxonomy']['name']} {header['taxonomy']['version']},"
                      f" version hash {header['taxonomy']['version_hash']}"),
+        *_modes_line(header),
         ("filters", ", ".join(f"{k}={v}" for k, v in header["filters"].items()) or "none"),
         ("trajectories", f"{counts['trajectories_counted']:,} counted of {counts['trajectories_in_database']:,} in"
                          f" the database; {counts['failed']:,} failed, {counts['succeeded']:,} succeeded,"
@@ -151,7 +167,7 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
     if "consensus_ties" in counts:
         lines.append(("consensus ties", f"{counts['consensus_ties']} (trajectory, mode) cells, left undecided"))
     if header.get("strongest_predictor") is not None or header.get("by") is not None:
-        lines.append(("strongest predictor", header.get("strongest_predictor") or "none"))
+        lines.append(("strongest predictor", header.get("strongest_predictor") or "none supported (see key findings)"))
     if header.get("reference"):
         lines.append(("reference", header["reference"]))
     if audit := header.get("audit"):

@@ -4,7 +4,8 @@ Every statistic in a report is a function of this frame, built once from the sto
 handful of bulk queries and held as numpy arrays, so that 100,000 trajectories × 14 modes ×
 several sources fit in memory and every aggregate is vectorised. Rows are the trajectories
 that pass the filters and that every requested source has finished; what was left out is
-counted by reason in ``excluded``.
+counted by reason in ``excluded``. Columns are the codebook's modes that every source covers:
+a rules run gives verdicts on the few modes its detectors look for, and is reported on those.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -60,17 +60,21 @@ class Frame:
     filters: Filters
     excluded: Counter = field(default_factory=Counter)
     n_total: int = 0
-
-    @cached_property
-    def mode_ids(self) -> tuple[str, ...]:
-        return self.taxonomy.mode_ids
+    #: The modes (columns) reported on: the codebook's modes every source covers.
+    mode_ids: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
         return len(self.ids)
 
+    @property
+    def partial(self) -> bool:
+        """Whether some of the codebook's modes are left out because a source does not cover them."""
+        return len(self.mode_ids) < len(self.taxonomy.mode_ids)
+
     def category_of(self) -> list[str]:
-        return [m.category for m in self.taxonomy.modes]
+        category = {m.id: m.category for m in self.taxonomy.modes}
+        return [category[m] for m in self.mode_ids]
 
 
 def _object(values: list) -> np.ndarray:
@@ -112,6 +116,7 @@ def build(
             prefix = f"not finished by {s.name}" if len(sources) > 1 else "not finished by the source"
             excluded[prefix] += int(newly.sum())
         keep &= one.finished
+    cover = np.logical_and.reduce([loaded[s.name].covered for s in sources]) if sources else np.ones(len(mode_ids), bool)
     outcome = _object(list(cols[4]))
     failed = np.full(len(ids), UNKNOWN, dtype=np.int8)
     for code, name in OUTCOME_NAMES.items():
@@ -124,23 +129,26 @@ def build(
         failed=failed[keep],
         n_steps=np.asarray(cols[5], dtype=np.int64)[keep],
         tasks=np.asarray([-1 if g is None else g for g in cols[7]], dtype=np.int64)[keep],
-        labels={name: _subset(one, keep) for name, one in loaded.items()},
+        labels={name: _subset(one, keep, cover) for name, one in loaded.items()},
         filters=filters,
         excluded=excluded,
         n_total=n_total,
+        mode_ids=tuple(m for m, c in zip(mode_ids, cover.tolist(), strict=True) if c),
     )
 
 
-def _subset(one: SourceLabels, keep: np.ndarray) -> SourceLabels:
-    old_to_new = np.cumsum(keep) - 1
+def _subset(one: SourceLabels, keep: np.ndarray, cover: np.ndarray) -> SourceLabels:
+    """The source's labels on the kept rows and the covered columns."""
+    row, col = np.cumsum(keep) - 1, np.cumsum(cover) - 1
     return SourceLabels(
         source=one.source,
         finished=one.finished[keep],
-        present=one.present[keep],
-        known=one.known[keep],
-        onset=one.onset[keep],
+        present=one.present[keep][:, cover],
+        known=one.known[keep][:, cover],
+        onset=one.onset[keep][:, cover],
         not_finished=one.not_finished,
-        ties=[(int(old_to_new[r]), c) for r, c in one.ties if keep[r]],
+        ties=[(int(row[r]), int(col[c])) for r, c in one.ties if keep[r] and cover[c]],
         raters=None if one.raters is None else one.raters[keep],
         outside_codebook=one.outside_codebook,
+        covered=one.covered,
     )

@@ -71,6 +71,7 @@ def gap_records(frame: Frame, present: np.ndarray, known: np.ndarray,
         reps = bootstrap.ratio(replicated[:, :k], replicated[:, k:2 * k]) - bootstrap.ratio(
             replicated[:, 2 * k:3 * k], replicated[:, 3 * k:])
         blo, bhi, bundef = bootstrap.interval(reps)
+        blo, bhi = bootstrap.withhold_degenerate(blo, bhi, np.minimum(c["nf"], c["ns"]))
     order = sorted(range(len(gap)), key=lambda i: (np.isnan(gap[i]), -np.nan_to_num(gap[i]), frame.mode_ids[i]))
     out = []
     for rank, i in enumerate(order, start=1):
@@ -94,12 +95,6 @@ def gap_columns(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> n
     f = (failed == FAILED)[:, None] & known
     s = (failed == SUCCEEDED)[:, None] & known
     return np.hstack([present & f, f, present & s, s])
-
-
-def strongest(gaps: list[dict]) -> str | None:
-    """The mode with the largest positive failed-minus-successful gap (None if no gap is > 0)."""
-    top = gaps[0] if gaps else None
-    return top["mode"] if top and top["gap_pp"] is not None and top["gap_pp"] > 0 else None
 
 
 def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:

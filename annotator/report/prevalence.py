@@ -32,8 +32,8 @@ def wilson(count: np.ndarray, nobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def categories(frame: Frame, present: np.ndarray, known: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Category columns: present if any of its modes is; known if present or all its modes known."""
-    cats = [c.id for c in frame.taxonomy.categories]
     of = np.asarray(frame.category_of())
+    cats = [c.id for c in frame.taxonomy.categories if c.id in of]
     cp = np.stack([present[:, of == c].any(axis=1) for c in cats], axis=1)
     ck = np.stack([known[:, of == c].all(axis=1) for c in cats], axis=1) | cp
     return cats, cp, ck

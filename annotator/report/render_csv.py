@@ -29,6 +29,8 @@ def render(doc: Document) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["table", "row", "column", "value"])
+    for i, finding in enumerate(doc.findings):
+        w.writerow(["findings", i, finding.key, finding.text])
     fields: list[tuple[str, object]] = []
     _flatten("", doc.header, fields)
     for key, value in fields:

@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from annotator.report.charts import charts
 from annotator.report.formatting import (
+    FINDINGS_TITLE,
     LEGEND,
     TEXT_COLUMNS,
     display,
@@ -41,5 +42,5 @@ def render(doc: Document) -> str:
     sections = [{"title": s.title, "notes": s.notes, "tables": [_table(t) for t in s.tables]} for s in doc.sections]
     return _ENV.get_template("report.html.j2").render(
         title=title(doc), header=header_lines(doc.header), sections=sections, charts=charts(doc),
-        legend=LEGEND,
+        legend=LEGEND, findings_title=FINDINGS_TITLE, findings=[f.text for f in doc.findings],
     )

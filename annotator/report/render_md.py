@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from annotator.report.formatting import LEGEND, display, header_lines, heading, shown_note, title
+from annotator.report.formatting import FINDINGS_TITLE, LEGEND, display, header_lines, heading, shown_note, title
 from annotator.report.tables import Document
 from annotator.text import inert
 
@@ -23,6 +23,8 @@ def escape(text: str) -> str:
 
 def render(doc: Document) -> str:
     out = [f"# {title(doc)}", ""]
+    if doc.findings:
+        out += [f"## {FINDINGS_TITLE}", "", *(f"- {escape(f.text)}" for f in doc.findings), ""]
     for label, text in header_lines(doc.header):
         indent = "  " if label.startswith(" ") else ""  # a source's detail, under "left out"
         out.append(f"{indent}- **{escape(label.strip())}**: {escape(text)}")

@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from annotator.report.formatting import (
+    FINDINGS_TITLE,
     LEGEND,
     TEXT_COLUMNS,
     display,
@@ -102,6 +103,15 @@ def _print_table(table: Table, console: Console) -> None:
 def render(doc: Document, console: Console) -> None:
     """Print the whole document."""
     console.print(Text(title(doc), style="bold underline"))
+    if doc.findings:
+        console.print(Text(FINDINGS_TITLE, style="bold"))
+        block = RichTable.grid(padding=(0, 1))
+        block.add_column(width=1)
+        block.add_column(overflow="fold")
+        for finding in doc.findings:
+            block.add_row(Text("•"), Text(inert(finding.text)))
+        console.print(block)
+        console.print()
     head = RichTable.grid(padding=(0, 2))
     head.add_column(style="bold", max_width=24, overflow="fold")
     head.add_column(overflow="fold")

@@ -71,8 +71,10 @@ def draw(
     if mode is not None and stratify != "verdict":
         raise ReportError("--mode chooses the mode of --stratify verdict; use it with that")
     if stratify == "verdict":
-        mode = mode or _rarest_flagged(labels.present, labels.known, frame.mode_ids)
-        column = frame.mode_ids.index(taxonomy.mode(mode).id)
+        mode = taxonomy.mode(mode).id if mode else _rarest_flagged(labels.present, labels.known, frame.mode_ids)
+        if mode not in frame.mode_ids:
+            raise ReportError(f"--mode {mode}: {source} gives no verdicts on it")
+        column = frame.mode_ids.index(mode)
         strata = np.where(labels.present[:, column], f"{mode} present", f"{mode} absent").astype(object)
     elif stratify == "outcome":
         strata = np.asarray([OUTCOME_NAMES[int(f)] for f in frame.failed], dtype=object)

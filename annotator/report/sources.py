@@ -5,7 +5,8 @@ on the kind of source, because an unfinished trajectory would turn "not looked a
 "absent":
 
 - a person (has review states): the trajectories they marked done;
-- a pre-labelling run ``run:<id>``: the trajectories it gave a verdict for every mode;
+- a pre-labelling run ``run:<id>``: the trajectories it gave a verdict for every mode it
+  covers (a rules run covers the few modes its detectors look for; a judge run all of them);
 - an imported set (``mad-llm``, ``mad-human-2``, labels restored from an export, any
   annotator without review states): the trajectories it has labels for;
 - ``consensus`` (or ``consensus:alice,bob``): per mode, the majority verdict of the people who
@@ -61,6 +62,7 @@ class SourceLabels:
     ties: list[tuple[int, int]] = field(default_factory=list)  # (row, mode) undecided by consensus
     raters: np.ndarray | None = None  # consensus: people who finished each row
     outside_codebook: int = 0  # verdicts on modes the codebook does not have
+    covered: np.ndarray | None = None  # bool (K,): the modes it gave verdicts on (None: every mode)
 
 
 def resolve(db: Database, name: str) -> Source:
@@ -112,7 +114,7 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     absent = np.zeros((n, k), dtype=bool)
     unknown = np.zeros((n, k), dtype=bool)
     onset = np.full((n, k), np.nan)
-    if not rows:
+    if not rows or not n:
         return present, absent, unknown, onset
     tids, total, n_absent, codes = zip(*rows, strict=True)
     pos, ok = _rows_for(ids, list(tids))
@@ -154,7 +156,7 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
     if source.kind is SourceKind.PERSON:
         finished = _done(db, source.name, ids, reasons)
     elif source.kind is SourceKind.RUN:
-        complete = (present | absent | unknown).all(axis=1)
+        complete = (present | absent | unknown)[:, modes_covered(present | absent | unknown)].all(axis=1) & any_label
         finished = complete
         reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())
         reasons["not labelled by the run"] = int((~any_label).sum())
@@ -169,7 +171,15 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
         outside_codebook=report_tables.labels_outside(db, source.name, mode_ids),
+        covered=modes_covered((present | absent | unknown)[finished]),
     )
+
+
+def modes_covered(decided: np.ndarray) -> np.ndarray:
+    """The modes (columns) with a verdict in some row of ``decided``; every mode when no row has any,
+    so that a source with nothing finished yet is not read as covering nothing."""
+    cover = decided.any(axis=0)
+    return cover if cover.any() else np.ones(decided.shape[1], dtype=bool)
 
 
 def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
@@ -190,8 +200,10 @@ def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[st
     no = np.zeros((n, k), dtype=np.int16)
     raters = np.zeros(n, dtype=np.int16)
     onsets = []
+    cover = np.zeros(k, dtype=bool)
     for member in source.members:
         one = load(db, resolve(db, member), ids, mode_ids, verdicts)
+        cover |= one.covered
         raters += one.finished
         yes += one.present
         no += one.known & ~one.present
@@ -214,4 +226,5 @@ def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[st
         not_finished=+Counter({"finished by none of the people": int((~finished).sum())}),
         ties=list(zip(rows.tolist(), cols.tolist(), strict=True)),
         raters=raters,
+        covered=cover,
     )

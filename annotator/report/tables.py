@@ -28,6 +28,15 @@ class Table:
 
 
 @dataclass
+class Finding:
+    """One line of a document's key findings (see :mod:`annotator.report.findings`)."""
+
+    key: str  # what it is about: counts, top_modes, mean_modes, strongest_predictor, ...
+    text: str  # the line as every rendering shows it (plain text)
+    data: dict[str, Any] = field(default_factory=dict)  # the numbers behind it
+
+
+@dataclass
 class Section:
     title: str
     tables: list[Table] = field(default_factory=list)
@@ -41,6 +50,8 @@ class Document:
     kind: str  # "report" | "agreement"
     header: dict[str, Any]
     sections: list[Section]
+    #: The key findings every rendering opens with (:mod:`annotator.report.findings`).
+    findings: list[Finding] = field(default_factory=list)
 
     def table(self, name: str) -> Table | None:
         for s in self.sections:
@@ -52,6 +63,7 @@ class Document:
     def as_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "findings": [{"key": f.key, "text": f.text, "data": f.data} for f in self.findings],
             "header": self.header,
             "sections": [
                 {
