@@ -158,6 +158,11 @@ def test_report_with_an_audit_gives_three_estimates_in_every_format(judged, tmp_
     assert rows["FM-3.3"]["ppi"] == 0 and rows["FM-3.3"]["ppi_ci_low"] is None  # nothing varies: undefined
     assert {"prevalence_ppi_by_system", "gap_ppi", "mean_modes_ppi"} <= tables.keys()
     assert data["header"]["audit"]["sample"]["tag"] == "audit-1" and data["header"]["audit"]["audited"] == 60
+    corrected = {f["key"]: f for f in data["findings"]}
+    assert corrected["judge_corrected"]["text"].startswith("judge corrected by alice's audit of 60 of 120")
+    assert {r["mode"] for r in corrected["judge_corrected"]["data"]["outside"]} == {
+        m for m, r in rows.items() if r["ppi_ci_low"] is not None and not r["ppi_ci_low"] <= r["judge"] <= r["ppi_ci_high"]}
+    assert "mean_modes_failed_corrected" in corrected
     for fmt in ("md", "html", "csv"):
         out = invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", fmt, "--bootstrap", "0")
         assert out.exit_code == 0, out.output
