@@ -49,7 +49,12 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _open(ctx: click.Context):
     from annotator.store import open_db
 
-    return open_db(ctx.obj["db"])
+    return open_db(_settings(ctx).db)
+
+
+def _settings(ctx: click.Context):
+    """The command's Settings: the environment, read once, with the group's flags over it."""
+    return ctx.find_root().obj["settings"]
 
 
 def _taxonomy(path: str | None):
@@ -65,9 +70,7 @@ def _taxonomy(path: str | None):
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    envvar="MAST_DB",
-    default="mast.db",
-    show_default=True,
+    show_default="mast.db",
     help="The database file (env MAST_DB).",
 )
 @click.version_option(__version__, prog_name="mast")
@@ -82,8 +85,10 @@ def main(ctx: click.Context, db: str) -> None:
       mast show 7d7a --step 12             # read one trajectory
       mast annotate                        # tag failure modes in the TUI
     """
+    from annotator.settings import Settings
+
     ctx.ensure_object(dict)
-    ctx.obj["db"] = db
+    ctx.obj["settings"] = Settings(**({"db": db} if db else {}))
 
 
 # ---------------------------------------------------------------- import / list / show
@@ -168,6 +173,8 @@ def _import(db, paths, fmt, opts, quiet: bool):
                       for f in summary.files if f.skipped)
     for why, n in sorted(skipped.items(), reverse=True):
         line += f", {n} skipped ({why})"
+    if unsupported := sum(1 for f in summary.files if f.unsupported):
+        line += f", {unsupported} unsupported"
     out.print(Text(line, style="bold"), soft_wrap=True)
     for f in failed:
         err.print(Text(f"failed: {f.error}", style="red"))
@@ -178,7 +185,10 @@ def _print_file_result(f) -> None:
     if not f.ok:
         return
     if f.skipped:
-        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped))
+        out.print(Text.assemble((f"{'skipped':<14} ", "dim"), f.path, ": ", f.skipped), soft_wrap=True)
+        return
+    if f.unsupported:
+        out.print(Text.assemble((f"{'unsupported':<14} ", "yellow"), f.path, ": ", f.unsupported), soft_wrap=True)
         return
     parts = [f"{f.imported} imported"] if f.imported else []
     if f.updated:
@@ -205,7 +215,7 @@ def _print_file_result(f) -> None:
 @click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]))
 @click.option("--format", "source_format", help="Only trajectories imported with this format.")
 @click.option("--status", type=click.Choice(["not_started", "in_progress", "done"]), help="Review status of --annotator.")
-@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Whose review status --status means.")
+@click.option("--annotator", help="Whose review status --status means (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--search", help="Full-text search over step content.")
 @click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit sample's tag).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
@@ -223,7 +233,7 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
     from annotator.views import TrajectoryFilter
 
     if status and not annotator:
-        annotator = _default_annotator()
+        annotator = _settings(ctx).annotator_name()
     flt = TrajectoryFilter(
         system=system,
         model=model,
@@ -260,12 +270,6 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
         )
     out.print(table)
     out.print(Text(f"{len(rows)} trajectories", style="dim"))
-
-
-def _default_annotator() -> str:
-    from annotator.annotating.session import default_annotator
-
-    return default_annotator()
 
 
 @main.command("show")
@@ -401,8 +405,8 @@ def _progress_columns():
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many trajectories.")
 @click.option("--labeller", type=click.Choice(["llm", "rules"]), default="llm", show_default=True)
 @click.option("--model", "models", multiple=True, metavar="NAME", help="Judge model; repeat for a multi-model vote.")
-@click.option("--base-url", help="OpenAI-compatible endpoint (else env OPENAI_BASE_URL, else OpenAI).")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME",
+@click.option("--base-url", help="OpenAI-compatible endpoint (else env MAST_JUDGE_BASE_URL or OPENAI_BASE_URL, else OpenAI).")
+@click.option("--api-key-env", metavar="NAME", show_default="OPENAI_API_KEY, or env MAST_API_KEY_ENV",
               help="Environment variable holding the API key (the key itself is never stored).")
 @click.option("--prompt", type=click.Choice(["structured", "mast-original"]), default="structured", show_default=True)
 @click.option("--definitions", type=click.Path(exists=True, dir_okay=False),
@@ -454,35 +458,39 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
     from annotator.labelling import prelabel
     from annotator.labelling.judge import JudgeSettings
+    from annotator.labelling.windows import TokenCounter
 
-    db = _open(ctx)
+    db, settings = _open(ctx), _settings(ctx)
+    tokens = TokenCounter(settings.tiktoken_cache_dir)
     if resume is not None:
-        run, opts = prelabel.resume_run(db, resume)
+        key_env = prelabel.run_options(db, resume).api_key_env
+        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env))
     else:
         judge = None
         if labeller == "llm":
             if not models:
                 _fail("give the judge model with --model (e.g. --model gpt-4o-mini)")
             temp = temperature if temperature is not None else (0.7 if samples > 1 else 0.0)
-            judge = JudgeSettings(models=list(models), base_url=base_url, prompt=prompt, samples=samples,
+            judge = JudgeSettings(models=list(models), base_url=base_url or settings.judge_base_url, prompt=prompt, samples=samples,
                                   temperature=temp, max_input_tokens=max_input_tokens,
                                   max_output_tokens=max_output_tokens)
         opts = prelabel.PrelabelOptions(
             labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
-            outcome=outcome, limit=limit, judge=judge, definitions_path=definitions, api_key_env=api_key_env,
+            outcome=outcome, limit=limit, judge=judge, definitions_path=definitions,
+            api_key_env=api_key_env or settings.api_key_env,
             concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost,
             price_in=price_in, price_out=price_out, batch=batch, poll_seconds=poll_seconds,
             taxonomy_path=taxonomy_path,
         )
         if dry_run:
-            est = prelabel.estimate(db, opts)
+            est = prelabel.estimate(db, opts, tokens=tokens)
             cost = f"{est.cost_usd:.4f} USD" if est.price_known else "unknown (model not in the price table: give --price-in/--price-out)"
             out.print(Text(
                 f"dry run: {est.trajectories} trajectories, {est.requests} requests ({est.cached} cached),"
                 f" ~{est.tokens_in:,} input and ~{est.tokens_out:,} output tokens, estimated cost {cost}."
                 " Nothing was sent.", style="bold"))
             return
-        run, opts = prelabel.start_run(db, opts)
+        run, opts = prelabel.start_run(db, opts, api_key=settings.api_key(opts.api_key_env))
     priced = run.params.get("price_known", True)
 
     def cost(usd: float) -> str:
@@ -501,8 +509,8 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
             bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
 
         try:
-            final = asyncio.run(prelabel.execute(db, run, opts, on_progress=on_progress, on_batch=on_batch,
-                                                resume_batch=resume_batch))
+            final = asyncio.run(prelabel.execute(db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens,
+                                                 on_progress=on_progress, on_batch=on_batch, resume_batch=resume_batch))
         except KeyboardInterrupt:
             err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
             sys.exit(130)
@@ -528,7 +536,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
 
 @main.command("annotate")
 @click.argument("paths", nargs=-1)
-@click.option("--annotator", envvar="MAST_ANNOTATOR", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
+@click.option("--annotator", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task"
               " outcomes (audits, agreement studies); recorded with each review.")
 @click.option("--tag", help="Queue only trajectories with this tag (e.g. an audit sample from `mast sample`).")
@@ -559,7 +567,8 @@ def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
         db = _open(ctx)
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
-    make_app(ctx.obj["db"], annotator or _default_annotator(), blind=blind, taxonomy=tax, tag=tag).run()
+    settings = _settings(ctx)
+    make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, tag=tag).run()
 
 
 # ---- reports: report / agreement / export

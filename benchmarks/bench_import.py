@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -121,17 +122,29 @@ def make_long(path: Path) -> None:
 
 
 def run_measured(args: list[str]) -> tuple[float, float, float, str]:
-    """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one child process."""
+    """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one child process that must succeed."""
+    seconds, cpu, rss, out, err, code = _measure(args)
+    if code != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({code}):\n{err}")
+    return seconds, cpu, rss, out
+
+
+def run_measured_any(args: list[str]) -> tuple[float, float, float, str, str]:
+    """(wall seconds, CPU seconds, peak RSS in MB, stdout, stderr) of one child process, whatever its exit."""
+    return _measure(args)[:5]
+
+
+def _measure(args: list[str]) -> tuple[float, float, float, str, str, int]:
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE.parent)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{err.decode()}")
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.decode()
+    with tempfile.TemporaryFile() as err:  # a file, so a chatty stderr cannot block the child
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, cwd=HERE.parent)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        err.seek(0)
+        return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.decode(),
+                err.read().decode(errors="replace"), proc.returncode)
 
 
 def first_output(args: list[str]) -> tuple[float, float, float]:

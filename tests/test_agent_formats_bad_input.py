@@ -24,9 +24,22 @@ CODEX = next(FORMATS.glob("codex_cli/*.jsonl"))
 CLAUDE = FORMATS / "claude_code" / "representative_messages.jsonl"
 EVAL = FORMATS / "inspect_ai" / "log_read_sample.eval"
 CODEX_EXEC = Path(__file__).parent / "fixtures" / "codex_exec" / "fix_iso_week.jsonl"
+REAL_WORLD = FORMATS.parent / "real_world"
+#: Real samples outside ``formats/``, with their format.
+MORE = {
+    REAL_WORLD / "gemini_cli_session.json": "gemini_cli",
+    REAL_WORLD / "tau_bench_airline_few_shot.jsonl": "tau_bench",
+    REAL_WORLD / "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
+    REAL_WORLD / "litellm_completion_log_claude-sonnet-4.json": "openai_chat",
+    Path(__file__).parent / "fixtures" / "tau_bench" / "gpt-4o-airline.json": "tau_bench",
+    Path(__file__).parent / "fixtures" / "stirrup" / "itbench_aa" / "1" / "history.json": "stirrup",
+    Path(__file__).parent / "fixtures" / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json": "stirrup",
+}
 
 
 def _fmt(path: Path) -> str:
+    if path in MORE:
+        return MORE[path]
     return path.relative_to(FORMATS).parts[0] if FORMATS in path.parents else path.parent.name
 
 
@@ -141,7 +154,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize("sample", [p for p in SAMPLES if p.suffix in (".json", ".traj", ".jsonl")]
-                         + [FIXTURES / "openhands_v1" / "events.json", CODEX_EXEC], ids=lambda p: p.name)
+                         + [FIXTURES / "openhands_v1" / "events.json", CODEX_EXEC, *MORE], ids=lambda p: p.name)
 def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
     rng = random.Random(sample.name)
     fmt = _fmt(sample)
@@ -163,7 +176,7 @@ def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
 
 
 AGENT_FORMATS = ["claude_code", "codex_cli", "codex_exec", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands", "openhands_v1",
-                 "openinference", "otel_genai", "swe_agent"]
+                 "openinference", "otel_genai", "swe_agent", "gemini_cli", "tau_bench", "stirrup"]
 
 
 @pytest.mark.parametrize("fmt", AGENT_FORMATS)

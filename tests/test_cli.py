@@ -34,11 +34,13 @@ def _ids(run, *args):
 def test_import_summary_and_reimport(run):
     first = run("import", str(ROOT / "trajectories"))
     assert first.exit_code == 0, first.output
-    assert "10 file(s): 13 imported, 0 updated, 0 unchanged, 159 labels, 0 failed" in first.stdout
+    assert "11 file(s): 13 imported, 0 updated, 0 unchanged, 159 labels, 0 failed, 1 skipped" in first.stdout
+    assert "SOURCES.md: not a trajectory" in first.stdout
     assert "who_and_when" in first.stdout and "warning (label): record 1: code 2.1" in first.stdout
     again = run("import", "-q", str(ROOT / "trajectories"))
     assert again.exit_code == 0
-    assert again.stdout.strip() == "10 file(s): 0 imported, 0 updated, 13 unchanged, 0 labels, 0 failed"
+    assert again.stdout.strip() == ("11 file(s): 0 imported, 0 updated, 13 unchanged, 0 labels, 0 failed,"
+                                    " 1 skipped (not a trajectory)")
 
 
 def test_import_glob_overrides_and_forced_format(run, tmp_path):

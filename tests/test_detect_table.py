@@ -13,7 +13,8 @@ from annotator.importers.detect import read_head
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-NOT_TRAJECTORIES = {"README.md", "SOURCES.md", "LICENSE"}
+#: Documentation, and a run's diagnosis file that its run file reads (not a trajectory itself).
+NOT_TRAJECTORIES = {"README.md", "SOURCES.md", "LICENSE", "diagnosis.json"}
 
 
 def expected_format(path: Path) -> str | None:
@@ -48,14 +49,10 @@ REAL_WORLD = {
     "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
     "tau_bench_airline_few_shot.jsonl": "tau_bench",
 }
-#: Real-world files today's detection does not yet place; each entry is removed with the fix.
-NOT_YET_DETECTED = {
-    "gemini_cli_session.json",
-    "tau_bench_airline_few_shot.jsonl",
-}
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
-FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code"}
+FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code", "chatdev": "text_log",
+                   "stirrup": "stirrup", "tau_bench": "tau_bench"}
 FIXTURES = [ROOT / "tests" / "fixtures" / name for name in FIXTURE_FORMATS]
 FILES = sorted(p for base in (SHARED, ROOT / "trajectories", *FIXTURES) for p in base.rglob("*") if p.is_file())
 
@@ -64,19 +61,10 @@ def test_the_table_covers_the_samples():
     assert len(FILES) > 60
     assert {expected_format(p) for p in FILES} >= {
         "claude_code", "codex_cli", "codex_exec", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
-        "swe_agent", "who_and_when", "mad_human", None}
+        "swe_agent", "who_and_when", "mad_human", "gemini_cli", "tau_bench", "stirrup", "text_log", None}
 
 
-def _marks(path: Path) -> list:
-    """Strict xfail for a real-world file whose detection is not fixed yet."""
-    parts = path.parts
-    if "real_world" in parts and parts[parts.index("real_world") + 1] in NOT_YET_DETECTED:
-        return [pytest.mark.xfail(strict=True, reason="not detected yet")]
-    return []
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_marks(p)) for p in FILES],
-                         ids=[str(p.relative_to(p.parents[2])) for p in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[2])) for p in FILES])
 def test_detection(path: Path):
     want = expected_format(path)
     if want is None:

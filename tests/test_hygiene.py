@@ -208,3 +208,30 @@ def test_readme_layout_names_every_room():
         names += [p.name for p in (package / room).glob("*.py") if not p.name.startswith("_")]
     missing = sorted(n for n in names if f"`{n}`" not in layout)
     assert missing == []
+
+
+#: What reads the process environment: os.environ / os.getenv, click's ``envvar=``, and the
+#: standard helpers that consult variables of their own (USER, TMPDIR).
+_ENVIRONMENT_READS = {"environ", "getenv", "environb", "getuser", "gettempdir"}
+
+
+def _reads_environment(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _ENVIRONMENT_READS:
+            found.append(f"{ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "getpass", "tempfile"):
+            found += [f"import {a.name} (line {node.lineno})" for a in node.names if a.name in _ENVIRONMENT_READS]
+        elif isinstance(node, ast.keyword) and node.arg in ("envvar", "auto_envvar_prefix"):
+            found.append(f"{node.arg}= (line {node.value.lineno})")
+    return found
+
+
+def test_only_the_settings_read_the_environment():
+    """The environment is read once, by annotator/settings.py, at the edge; the CLI and the TUI's
+    factory build a Settings and pass plain values down, so nothing else looks at it."""
+    home = ROOT / "annotator" / "settings.py"
+    assert _reads_environment(home), "the check no longer sees how settings.py reads the environment"
+    offenders = {str(p.relative_to(ROOT)): found for p in SOURCES if p != home and (found := _reads_environment(p))}
+    assert offenders == {}

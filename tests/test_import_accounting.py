@@ -15,6 +15,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from samples import long_line_jsonl, mast_traces, unlabelled_mad
+
 from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check
 from annotator.importers.base import ImportOptions
@@ -45,6 +47,60 @@ def _history(path: Path) -> int:
     return len(orjson.loads(path.read_bytes())["history"])
 
 
+def _trace_messages(path: Path) -> int:
+    """Messages of an AG2 trace; a log (MetaGPT's ``content``, HyperAgent's lines) is one record."""
+    inner = orjson.loads(path.read_bytes()).get("trajectory")
+    return len(inner) if isinstance(inner, list) and not all(isinstance(x, str) for x in inner) else 1
+
+
+REAL_WORLD = ROOT.parent / "shared" / "data" / "real_world"
+FORMATS = ROOT.parent / "shared" / "data" / "formats"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _chat(path: Path) -> int:
+    """Messages of a chat list, plus a litellm log's ``response``."""
+    data = orjson.loads(path.read_bytes())
+    return len(data) if isinstance(data, list) else len(data["messages"]) + ("response" in data)
+
+
+def _messages(path: Path) -> int:
+    """Messages of a bare list or of an object's ``messages``."""
+    data = orjson.loads(path.read_bytes())
+    return len(data if isinstance(data, list) else data["messages"])
+
+
+def _swe_agent(path: Path) -> int:
+    """``history`` items and ``trajectory`` entries of a SWE-agent .traj."""
+    data = orjson.loads(path.read_bytes())
+    return len(data.get("history") or []) + len(data.get("trajectory") or [])
+
+
+def _claude_session(path: Path) -> int:
+    """Lines of a session file and of the sub-agent transcripts folded into it."""
+    subagents = (path.parent / path.stem / "subagents").glob("agent-*.jsonl")
+    return _lines(path) + sum(_lines(f) for f in subagents if not f.name.startswith("agent-acompact-"))
+
+
+def _log_records(path: Path) -> int:
+    """ChatDev log records: the lines opening with ``[date time LEVEL]``."""
+    import re
+
+    return len(re.findall(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\]", path.read_text(encoding="utf-8"), re.M))
+
+
+def _tau_results(path: Path) -> int:
+    """Messages of every record's ``traj``."""
+    return sum(len(rec["traj"]) for rec in orjson.loads(path.read_bytes()))
+
+
+def _stirrup(path: Path) -> int:
+    """Messages of every history group (and a cache's active ``msgs``)."""
+    data = orjson.loads(path.read_bytes())
+    groups = data["history"] if "history" in data else [*data["full_msg_history"], data["msgs"]]
+    return sum(len(g) for g in groups)
+
+
 def _label_export(tmp_path: Path) -> Path:
     """A real label export: the MAD human sample imported, its three annotators' labels exported."""
     from annotator.store import open_db
@@ -63,13 +119,29 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("mad_human", TRAJECTORIES / "mad_human" / "mad_human_sample.json", _items),
     *[("who_and_when", p, _history) for p in sorted(WHO_AND_WHEN.glob("*.json"))],
     ("mast_export", _label_export, _lines),
+    ("mad_full", lambda tmp: unlabelled_mad(tmp / "traces.json"), _items),
+    *[("mast_trace", lambda tmp, i=i: mast_traces(tmp / "traces")[i], _trace_messages) for i in range(3)],
+    ("jsonl", lambda tmp: long_line_jsonl(tmp / "runs.jsonl"), _lines),
+    ("openai_chat", REAL_WORLD / "litellm_completion_log_claude-sonnet-4.json", _chat),
+    ("openai_chat", TRAJECTORIES / "openai_chat" / "swe_agent_function_calling.messages.json", _chat),
+    ("swe_agent", REAL_WORLD / "swe_agent_0.x_pydicom__pydicom-1458.traj", _swe_agent),
+    *[("swe_agent", p, _swe_agent) for p in sorted((FORMATS / "swe_agent").glob("*.traj"))],
+    ("mini_swe_agent", TRAJECTORIES / "mini_swe_agent" / "github_issue.traj.json", _messages),
+    *[("mini_swe_agent", p, _messages) for p in sorted((FORMATS / "mini_swe_agent").glob("*.traj.json"))],
+    ("claude_code", REAL_WORLD / "claude_code_2.1_short.jsonl", _claude_session),
+    ("claude_code", FORMATS / "claude_code" / "representative_messages.jsonl", _claude_session),
+    ("claude_code", FIXTURES / "claude_code_subagents" / "5b0c3a7e-8d1f-4c2a-9e6b-2f4d8a1c7e90.jsonl", _claude_session),
+    *[("text_log", p, _log_records) for p in sorted((FIXTURES / "chatdev").glob("*.log"))],
+    ("gemini_cli", REAL_WORLD / "gemini_cli_session.json", _messages),
+    ("tau_bench", FIXTURES / "tau_bench" / "gpt-4o-airline.json", _tau_results),
+    ("tau_bench", REAL_WORLD / "tau_bench_airline_few_shot.jsonl", _lines),
+    ("stirrup", FIXTURES / "stirrup" / "itbench_aa" / "1" / "history.json", _stirrup),
+    ("stirrup", FIXTURES / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json", _stirrup),
 ]
 
 #: Registered importers whose rows have not landed yet; the table must end up covering them all.
 PENDING = {
-    "openai_chat", "jsonl", "mad_full", "mast_trace", "text_log", "otel_genai", "openinference", "inspect_ai",
-    "mini_swe_agent", "swe_agent", "openhands", "openhands_v1", "claude_code", "codex_cli", "codex_exec",
-    "itbench_run",
+    "codex_cli", "codex_exec", "inspect_ai", "itbench_run", "openhands", "openhands_v1", "openinference", "otel_genai",
 }
 
 

@@ -14,8 +14,6 @@ unit-tested without Textual:
 
 from __future__ import annotations
 
-import getpass
-import os
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import Literal
@@ -47,11 +45,6 @@ class ModeNotTagged(AnnotatorError):
 
 class AlreadyDecided(AnnotatorError):
     """A suggestion was accepted (or rejected) again: nothing to change."""
-
-
-def default_annotator() -> str:
-    """Who is annotating when no name is given: ``MAST_ANNOTATOR``, else the OS user name."""
-    return os.environ.get("MAST_ANNOTATOR") or getpass.getuser()
 
 
 @dataclass(frozen=True)

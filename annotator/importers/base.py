@@ -9,7 +9,7 @@ bounded look at the file) and reads the file as a stream of :class:`ImportedReco
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
+from annotator.importers.media import media_text
 from annotator.models import Attribution, Label, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -83,6 +84,12 @@ class Importer:
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         """Yield the file's trajectories one by one; raise ImportFailure on bad input."""
         raise NotImplementedError
+
+    def mismatch(self, head: Head) -> str:
+        """Why a file this importer was forced on (``--format``) and does not recognise is not
+        of its format, in the format's terms: what it expects and what the file is. Importers
+        whose shape a description does not say override it."""
+        return f"expected {self.description}; found {head.describe()}"
 
     def claims_dir(self, path: Path) -> bool:
         """Whether this importer reads the folder ``path`` as one unit (a run folder)."""
@@ -181,7 +188,7 @@ def as_text(value: object) -> str:
             if isinstance(v, dict) and isinstance(v.get("text"), str):
                 parts.append(v["text"])
             else:
-                parts.append(as_text(v))
+                parts.append(media_text(v) or as_text(v))  # an image part is a placeholder, not its base64
         return "\n".join(parts)
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
 
@@ -193,6 +200,14 @@ def record_values(path: Path, where: str | None = None) -> Iterator[None]:
         yield
     except ValidationError as exc:
         raise invalid_value(path, exc, where) from exc
+
+
+def one_record(path: Path, build: Callable[[], ImportedRecord]) -> Iterator[ImportedRecord]:
+    """The one record of a file that holds one trajectory, built by ``build``; a value of the
+    wrong type in the file is an ImportFailure (see :func:`record_values`)."""
+    with record_values(path):
+        item = build()
+    yield item
 
 
 def invalid_value(path: Path, exc: ValidationError, where: str | None = None) -> ImportFailure:

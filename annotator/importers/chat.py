@@ -4,7 +4,12 @@ A bare list of messages, or an object with ``messages``, is a trajectory of its 
 message shape appears inside many other formats (AG2 chats in MAD, SWE-agent history,
 tau-bench), which reuse :func:`chat_steps`. An assistant message with N ``tool_calls`` becomes
 its text (if any) plus N tool_call steps; a ``tool`` message becomes a tool_result linked by
-``tool_call_id``.
+``tool_call_id``. A message's ``name`` names the agent that spoke, except on ``tool`` and
+``function`` messages, where it is the tool's name: their agent is the environment.
+
+A litellm completion log (``{"messages", "response", "kwargs", "cost", ...}``, one file per call,
+as litellm's logging callbacks and the OpenHands SDK write them) is the messages sent plus the
+``response``: its message is the last step, and its model and token usage are the trajectory's.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import (
     ImportedRecord,
     Importer,
@@ -26,7 +32,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import load_json
-from annotator.importers.steps import json_text, plain
+from annotator.importers.steps import as_int, json_text, obj, plain, seq, str_or_none
 from annotator.models import Step, Trajectory
 
 CHAT_ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
@@ -39,7 +45,7 @@ def chat_steps(messages: list, path: Path, start: int = 0, where: str = "message
         if not isinstance(msg, dict) or ("role" not in msg and "name" not in msg):
             raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"{where}[{i}]")
         role = msg.get("role")
-        agent = msg.get("name") or role
+        agent = "environment" if role in ("tool", "function") else msg.get("name") or role
         raw = plain(msg)
         base = dict(agent=agent, role=role, raw=raw)
         text = as_text(msg.get("content"))
@@ -102,7 +108,22 @@ class OpenAIChat(Importer):
             if not isinstance(messages, list):
                 raise ImportFailure(str(path), "expected a list of chat messages")
             steps = chat_steps(messages, path)
+            ledger = Ledger()
+            ledger.mapped(len(messages))
             model = meta.get("model") if isinstance(meta.get("model"), str) else None
+            response = obj(meta.pop("response", None))
+            choices = [c for c in seq(response.get("choices")) if isinstance(obj(c).get("message"), dict)]
+            for i, choice in enumerate(choices):
+                answer = chat_steps([choice["message"]], path, start=len(steps), where=f"response.choices[{i}]")
+                usage = obj(response.get("usage"))
+                if answer and usage:
+                    answer[0].tokens_in = as_int(usage.get("prompt_tokens"))
+                    answer[0].tokens_out = as_int(usage.get("completion_tokens"))
+                steps += answer
+            if response:
+                ledger.mapped()
+                model = model or str_or_none(response.get("model"))
+                meta["response"] = {k: v for k, v in response.items() if k != "choices"}
             traj = Trajectory(
                 id=stable_id(self.name, meta.get("id") or path.name, orjson.dumps(messages[:1], default=str)),
                 source_format=self.name,
@@ -114,5 +135,5 @@ class OpenAIChat(Importer):
                 raw=raw,
                 steps=steps,
             )
-            item = ImportedRecord(trajectory=finish(traj, opts))
+            item = ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
         yield item

@@ -16,9 +16,16 @@ sub-agents folded in: each sub-agent's steps go under the ``Task``/``Agent`` cal
 it, in time order with the rest. The call is found from the parent's ``toolUseResult.agentId``
 on the call's result line, a ``progress`` line's ``data.agentId`` and ``parentToolUseID``, the
 ``agentId: <id>`` line in the result text, or else the sub-agent's first prompt equal to the
-call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. ``agent_progress`` lines that repeat a folded sub-agent are not steps. A
+call's ``prompt``; that prompt is then the launching agent's message to the sub-agent. A
 sub-agent file is not imported on its own while its session file is there, so nothing appears
 twice; ``agent-acompact-*`` files (context compaction) are left out.
+
+Claude Code 2.1 writes ``progress`` lines (hook runs, sub-agent progress, tool output as it
+streams): they repeat what the steps show or record editor state, and in a real session make up
+most of the lines, so they are not steps (dropped, reason ``progress``), except a sub-agent's
+``agent_progress`` when its own file is absent: then they are all there is of it. The task is the
+first request the user typed: slash-command echoes (``<command-name>/clear</command-name>``),
+their ``<local-command-stdout>`` and the caveat Claude Code injects before them are not one.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
 from annotator.importers.detect import Head
+from annotator.importers.media import media_text
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, fingerprint, json_text, obj, parse_json_maybe, parse_time, plain
 from annotator.importers.steps import seq, str_or_none
@@ -45,6 +53,15 @@ _STATE_LINES = {"file-history-snapshot", "queue-operation", "permission-mode", "
 _SUBAGENT_TOOLS = {"Task", "Agent"}
 _AGENT_ID_IN_TEXT = re.compile(r"\bagent_?[iI]d: *([\w@.-]+)")
 _COMPACTION = "agent-acompact-"
+#: User text Claude Code writes itself around a slash command, not typed as a request.
+_COMMAND_ECHO = re.compile(r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr"
+                           r"|local-command-caveat)>")
+
+
+def is_request(step: Step) -> bool:
+    """Whether a step is a request the user typed (not a tool result, injected text or command echo)."""
+    return step.role == "user" and step.kind == "message" and bool(step.content.strip()) and \
+        not _COMMAND_ECHO.match(step.content)
 
 
 class _Session:
@@ -71,8 +88,10 @@ class _Session:
         for key in ("sessionId", "session_id", "version", "cwd", "gitBranch"):
             if rec.get(key) and key not in self.meta:
                 self.meta[key] = rec[key]
+        ledger = self.out.ledger
         if kind == "summary":
             self.title = self.title or as_text(rec.get("summary"))
+            ledger.mapped()
         elif kind in ("user", "assistant"):
             self.message(lineno, rec, agent, base, ctx)
         elif kind == "system":
@@ -82,12 +101,24 @@ class _Session:
             text = as_text(rec.get("content")) or f"[{rec.get('subtype') or 'system'}]"
             self.out.add(id=f"line {lineno}", kind="system", role="system", agent="system", content=text,
                          **base, **ctx)
+            ledger.mapped()
         elif kind == "result":
             self.result = plain(rec)
-        elif kind == "progress" and self.agent_progress(rec):
-            return
-        elif kind not in _STATE_LINES:
+            ledger.mapped()
+        elif kind == "progress":
+            if self.agent_progress(rec):
+                ledger.folded("sub-agent progress (the sub-agent's own file is read)")
+            elif obj(rec.get("data")).get("type") == "agent_progress":
+                # the only record of a sub-agent whose own file is absent: kept, and counted as unknown
+                self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
+                ledger.mapped()
+            else:
+                ledger.dropped("progress")
+        elif kind in _STATE_LINES:
+            ledger.dropped("editor state")
+        else:
             self.out.unknown_event(str(kind), base["raw"], id=f"line {lineno}", timestamp=base["timestamp"], **ctx)
+            ledger.mapped()
 
     def agent_progress(self, rec: dict) -> bool:
         """Note which call a sub-agent's progress line belongs to; True when the line only repeats
@@ -120,16 +151,21 @@ class _Session:
         first = len(self.out.steps)
         who = agent if role == "assistant" else "user"
         injected = bool(rec.get("isMeta") or rec.get("isCompactSummary"))
+        repeated = empty = 0
         for j, block in enumerate(blocks):
             if not isinstance(block, dict):
                 continue
             key = orjson.dumps(block, option=orjson.OPT_SORT_KEYS, default=str)
             if key in seen:
+                repeated += 1
                 continue
             seen.add(key)
             sid = f"line {lineno}[{j}]"
             btype = str_or_none(block.get("type"))
             if btype == "text":
+                if not as_text(block.get("text")).strip():
+                    empty += 1  # a whitespace-only block a streamed response opens with
+                    continue
                 kind = "system" if injected else "message"
                 self.out.add(id=sid, kind=kind, role=role, agent=who, content=as_text(block.get("text")), **base, **ctx)
             elif btype in ("thinking", "redacted_thinking"):
@@ -150,7 +186,16 @@ class _Session:
                     step.attributes["is_error"] = True
                 self.launched(rec, block)
             else:
-                self.out.add(id=sid, kind="message", role=role, agent=who, content=f"[{btype}]", **base, **ctx)
+                self.out.add(id=sid, kind="message", role=role, agent=who, content=media_text(block) or f"[{btype}]",
+                             **base, **ctx)
+        if len(self.out.steps) > first:
+            self.out.ledger.mapped()
+        elif repeated:
+            self.out.ledger.folded("response block already read from an earlier line")
+        elif empty:
+            self.out.ledger.dropped("whitespace-only text")
+        else:
+            self.out.ledger.dropped("message without content")
         if role == "assistant":
             self.model = self.model or str_or_none(msg.get("model"))
             usage = obj(msg.get("usage"))
@@ -201,7 +246,7 @@ class ClaudeCode(Importer):
             outcome = "failure" if s.result.get("is_error") else "unknown"
             meta[HIDDEN] = {"result": s.result}
         main = s.out.require(path, "messages")
-        task = next((st.content for st in main if st.role == "user" and st.kind == "message"), None)
+        task = next((st.content for st in main if is_request(st)), None)
         steps = main
         if files:
             steps, meta["subagents"] = _fold_subagents(main, files, s, opts)

@@ -22,6 +22,8 @@ from annotator.importers.base import ImportOptions
 HEAD_BYTES = 64 * 1024
 PARSE_BYTES = 512 * 1024
 JSONL_LINES = 50
+#: The longest first line read to tell JSON Lines from a JSON document.
+FIRST_LINE_BYTES = 64 * 1024 * 1024
 ATTRIBUTE_KEYS = 2000
 _MAX_DEPTH = 4
 
@@ -47,12 +49,33 @@ class Head:
         """Keys seen in objects at an ijson prefix ('' = root object, 'item' = array items)."""
         return self.keys_at.get(prefix, set())
 
+    def describe(self) -> str:
+        """What the file is, in a few words, for an error saying it is not of a forced format."""
+        if self.kind == "zip":
+            return f"a zip archive of {len(self.zip_members)} member(s) ({_listing(self.zip_members)})"
+        if self.kind == "text":
+            first = next((ln.strip() for ln in self.text.splitlines() if ln.strip()), "")
+            return f"plain text starting {first[:60]!r}"
+        keys = self.record_keys()
+        if self.kind == "jsonl":
+            return f"JSON Lines whose first line has the keys {_listing(keys)}" if keys else "JSON Lines"
+        if self.root == "array":
+            return f"a JSON array of objects with the keys {_listing(keys)}" if keys else "a JSON array"
+        return f"a JSON object with the keys {_listing(keys)}" if keys else f"a JSON {self.root or 'document'}"
+
     def record_keys(self) -> set[str]:
         """Keys of the record: the root object's, or the first array item's, or JSONL line 1's."""
         if self.kind == "jsonl":
             first = self.lines[0] if self.lines else None
             return set(first) if isinstance(first, dict) else set()
         return self.keys("item") if self.root == "array" else self.keys("")
+
+
+def _listing(names, limit: int = 8) -> str:
+    """Names (keys, members) sorted and cut to ``limit``, each quoted so control characters show."""
+    names = sorted(map(str, names))
+    shown = ", ".join(repr(n[:40]) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 class _Budget(io.RawIOBase):
@@ -101,7 +124,7 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
     text = decode_utf8(path, raw, complete=size <= HEAD_BYTES)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped[:1] in "{[":
-        lines = _jsonl_head(stripped)
+        lines = _jsonl_head(path, len(text.encode()) - len(stripped.encode()))
         if lines is not None:
             return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
         head = Head(path=path, size=size, kind="json", text=text)
@@ -146,29 +169,39 @@ def decode_utf8(path: Path, raw: bytes, complete: bool = True) -> str:
         raise ImportFailure(str(path), f"invalid UTF-8 (byte {exc.start})", where=f"line {line}") from exc
 
 
-def _jsonl_head(text: str) -> list[object] | None:
-    """The first lines parsed, if the text is JSON Lines (two or more one-line JSON values)."""
-    raw_lines = text.splitlines()
-    complete_lines = raw_lines[:-1] if not text.endswith("\n") else raw_lines
-    first = raw_lines[0].strip() if raw_lines else ""
-    try:
-        first_value = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(first_value, (dict, list)):
-        return None
-    rest = [ln for ln in raw_lines[1:] if ln.strip()]
-    if not rest:
+def _jsonl_head(path: Path, start: int) -> list[object] | None:
+    """The first lines parsed, if the file is JSON Lines (two or more one-line JSON values);
+    ``start`` is where its first value begins (after a BOM or blank lines).
+
+    The first line is read whole however long it is (evaluation records of 300 KB a line are
+    common), up to ``FIRST_LINE_BYTES``; the lines after it only within ``HEAD_BYTES``.
+    """
+    with path.open("rb") as fh:
+        fh.seek(start)
+        first = fh.readline(FIRST_LINE_BYTES + 1)
+        if len(first) > FIRST_LINE_BYTES or not first.endswith(b"\n"):
+            return None  # one value to the end of the file (or a line no head should hold): JSON
+        try:
+            first_value = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(first_value, (dict, list)):
+            return None
+        tail = fh.read(HEAD_BYTES)
+        at_end = not fh.read(1)
+    raw_lines = tail.splitlines()
+    complete_lines = raw_lines if at_end or tail.endswith(b"\n") else raw_lines[:-1]
+    if not any(ln.strip() for ln in raw_lines):
         return None  # a one-line file is plain JSON
-    parsed: list[object] = []
-    for ln in complete_lines[:JSONL_LINES]:
+    parsed: list[object] = [first_value]
+    for ln in complete_lines[: JSONL_LINES - 1]:
         if not ln.strip():
             continue
         try:
             parsed.append(orjson.loads(ln))
         except orjson.JSONDecodeError:
             parsed.append(None)  # a bad line: the importer reports it with its number
-    return parsed or [first_value]
+    return parsed
 
 
 def _json_shape(path: Path, head: Head) -> None:
@@ -221,3 +254,18 @@ def _json_error(path: Path) -> str:
 def _json_where(path: Path) -> str | None:
     exc = _json_problem(path)
     return f"line {exc.lineno} column {exc.colno}" if exc else None
+
+
+#: Keys under which producers keep a trajectory's steps: a record with one (or with a key made
+#: of one, ``messages_display``) is a trajectory, even when no importer reads its producer.
+TRAJECTORY_KEYS = {"messages", "traj", "trajectory", "history", "events", "steps", "turns", "conversation",
+                   "conversations", "chat_history", "spans", "transcript"}
+
+
+def unsupported(head: Head) -> str | None:
+    """What a file no importer recognises looks like, when its records look like trajectories
+    (a list of objects with ``messages``, ``traj``, ``history`` ...), or None."""
+    words = {w for key in head.record_keys() for w in str(key).lower().split("_")}
+    if head.kind not in ("json", "jsonl") or not words & TRAJECTORY_KEYS:
+        return None
+    return f"looks like {head.describe()}: a trajectory of a producer no importer reads"

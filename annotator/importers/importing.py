@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
 from annotator.importers.accounting import Ledger, check
-from annotator.importers.base import ImportedRecord, ImportOptions, record_values, source_labels_hash
-from annotator.importers.detect import read_head
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, record_values, source_labels_hash
+from annotator.importers.detect import Head, read_head, unsupported
 from annotator.importers.registry import detect, dir_importer, registry
 from annotator.store.attributions import save_attribution
 from annotator.store.db import write
@@ -43,6 +43,8 @@ class FileResult:
     labels: int = 0
     error: str | None = None
     skipped: str | None = None  # why a file found by a folder walk was not imported
+    #: What a file a folder walk found looks like when it seems a trajectory no importer reads.
+    unsupported: str | None = None
     #: The accounting of the trajectories this import wrote (imported or updated): an unchanged
     #: trajectory's was reported when it was written.
     ledger: Ledger = field(default_factory=Ledger)
@@ -87,7 +89,7 @@ def plan_imports(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     out: list[tuple[Path, bool]] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir() and dir_importer(p) is None:
+        if p.is_dir() and not _unit(p):
             out.extend((f, True) for f in _walk(p))
         elif not p.exists() and any(ch in str(p) for ch in "*?["):
             out.extend(sorted((Path(m), False) for m in glob.glob(str(p), recursive=True) if Path(m).is_file()))
@@ -111,11 +113,20 @@ def _walk(root: Path) -> list[Path]:
         if any(u in f.parents for u in units):
             continue
         if f.is_dir():
-            if dir_importer(f) is not None:
+            if _unit(f):
                 units.append(f)
         elif f.is_file() and _wanted(f):
             files.append(f)
     return sorted(units + files)
+
+
+def _unit(folder: Path) -> bool:
+    """Whether a folder is imported as one unit: a run folder, or one that cannot be read (its
+    import then reports the error in one line, and the walk goes on with the rest)."""
+    try:
+        return dir_importer(folder) is not None
+    except OSError:
+        return True
 
 
 #: Database files (a folder may hold the very database being imported into).
@@ -124,7 +135,7 @@ _SKIP_SUFFIXES = (".db", ".db-wal", ".db-shm", ".db-journal", ".sqlite", ".sqlit
 
 def _wanted(f: Path) -> bool:
     name = f.name.lower()
-    return not name.startswith(".") and name not in _SKIP_NAMES and not name.endswith(_SKIP_SUFFIXES)
+    return not name.startswith(".") and not name.endswith(_SKIP_SUFFIXES)
 
 
 #: Labels of stubs gathered before they are written together (a label export's trajectories
@@ -139,57 +150,46 @@ def import_file(
     half-written. A file a folder walk found that no importer recognises is skipped, not failed."""
     opts = opts or ImportOptions()
     result = FileResult(path=str(path))
+    head: Head | None = None
+    misfit = False  # a forced --format the file does not look like
+    if walked and path.name.lower() in _SKIP_NAMES:
+        result.skipped = "not a trajectory"
+        return result
     try:
         if not path.exists():
             raise ImportFailure(str(path), "no such file")
         if path.is_dir():
-            importer = dir_importer(path)
+            try:
+                importer = dir_importer(path)
+            except OSError as exc:
+                raise ImportFailure(str(path), f"cannot read the folder: {exc.strerror or exc}") from exc
             if importer is None:
                 raise UnknownFormat(str(path), "a folder that is not a run folder (name a file, or the folder to walk)")
         elif fmt is not None:
             importers = registry()
             if fmt not in importers:
                 raise ImportFailure(str(path), f"unknown --format {fmt!r}; choose from {', '.join(importers)}")
-            read_head(path, opts)  # size, emptiness and encoding checks still apply
+            head = read_head(path, opts)  # size, emptiness and encoding checks still apply
             importer = importers[fmt]
+            misfit = not importer.sniff(head)
         else:
-            importer = detect(path, opts)
+            head = read_head(path, opts)
+            importer = detect(path, opts, head)
         result.format = importer.name
         result.skipped = importer.skip_reason(path, walked)
         if result.skipped:
             return result
-        with write(db), record_values(path):
-            stubs: list[ImportedRecord] = []
-            held = 0  # labels in ``stubs``
-            for rec in importer.read(path, opts):
-                if not rec.stub:
-                    check(rec.trajectory, rec.ledger)
-                if opts.strict and rec.ledger.warnings:
-                    raise _strict_failure(path, rec)
-                if rec.stub:
-                    stubs.append(rec)
-                    held += len(rec.labels)
-                    if held >= STUB_BATCH_LABELS:
-                        _merge_stubs(db, stubs, result)
-                        held = 0
-                    continue
-                _merge_stubs(db, stubs, result)
-                held = 0
-                rec.trajectory.content_hash = source_labels_hash(rec)
-                status = save_trajectory(db, rec.trajectory)
-                result.trajectory_ids.append(rec.trajectory.id)
-                setattr(result, status, getattr(result, status) + 1)
-                if status != "unchanged":
-                    result.ledger.merge(rec.ledger)
-                    add_labels(db, rec.labels)
-                    result.labels += len(rec.labels)
-                    for att in rec.attributions:
-                        save_attribution(db, att)
-            _merge_stubs(db, stubs, result)
-            result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+        try:
+            _read_into(db, path, importer, opts, result)
+        except ImportFailure as exc:
+            if not misfit or isinstance(exc, UnknownFormat):
+                raise
+            raise ImportFailure(str(path), f"not {importer.name} input: {importer.mismatch(head)}"
+                                           f" (reading it as one: {exc.reason})") from exc
     except UnknownFormat as exc:
         if walked:
-            result.skipped = "not a trajectory"
+            result.unsupported = unsupported(head) if head is not None else None
+            result.skipped = None if result.unsupported else "not a trajectory"
         else:
             result.error = str(exc)
     except AnnotatorError as exc:
@@ -200,6 +200,39 @@ def import_file(
         result.error = f"{path}: {first_line}"
         _nothing_written(result)
     return result
+
+
+def _read_into(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult) -> None:
+    """Stream the file's records into one transaction (rolled back on the first error)."""
+    with write(db), record_values(path):
+        stubs: list[ImportedRecord] = []
+        held = 0  # labels in ``stubs``
+        for rec in importer.read(path, opts):
+            if not rec.stub:
+                check(rec.trajectory, rec.ledger)
+            if opts.strict and rec.ledger.warnings:
+                raise _strict_failure(path, rec)
+            if rec.stub:
+                stubs.append(rec)
+                held += len(rec.labels)
+                if held >= STUB_BATCH_LABELS:
+                    _merge_stubs(db, stubs, result)
+                    held = 0
+                continue
+            _merge_stubs(db, stubs, result)
+            held = 0
+            rec.trajectory.content_hash = source_labels_hash(rec)
+            status = save_trajectory(db, rec.trajectory)
+            result.trajectory_ids.append(rec.trajectory.id)
+            setattr(result, status, getattr(result, status) + 1)
+            if status != "unchanged":
+                result.ledger.merge(rec.ledger)
+                add_labels(db, rec.labels)
+                result.labels += len(rec.labels)
+                for att in rec.attributions:
+                    save_attribution(db, att)
+        _merge_stubs(db, stubs, result)
+        result.skipped_lines = list(opts.extra.get("skipped_lines", []))
 
 
 def _nothing_written(result: FileResult) -> None:

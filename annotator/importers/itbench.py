@@ -114,6 +114,21 @@ def score_diagnosis(submitted: list[str], truth: list[str]) -> tuple[float, bool
     return len(sub & true) / len(sub), True, []
 
 
+def grade(diagnosis: dict, incident: str, opts: ImportOptions, ledger: Ledger) -> tuple[str, float | None, dict]:
+    """(outcome, score, hidden metadata) of a diagnosis of ``incident`` against ``--ground-truth``:
+    ("unknown", None, {}) without ground truth, or with none for the incident (then a warning)."""
+    if opts.ground_truth is None:
+        return "unknown", None, {}
+    truth = _ground_truth(opts).get(_key(incident))
+    if truth is None:
+        ledger.warn("incomplete", f"no ground truth for incident {incident!r} in {opts.ground_truth}")
+        return "unknown", None, {}
+    score, success, missing = score_diagnosis(submitted_entities(diagnosis), truth.entities)
+    return ("success" if success else "failure"), score, {"itbench": {
+        "score": score, "success": success, "scenario": truth.scenario, "ground_truth_entities": truth.entities,
+        "missing": missing, "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
+
+
 def submitted_entities(diagnosis: dict) -> list[str]:
     """Entity names the agent put forward as root causes (``contributing_factor`` not false)."""
     return [str(e.get("name")) for e in seq(diagnosis.get("entities"))
@@ -219,17 +234,9 @@ class ITBenchRun(Importer):
         meta: dict = {"incident_id": incident, "trial": trial, "diagnosis": diagnosis}
         if final_message:
             meta["final_message"] = final_message
-        outcome, score = "unknown", None
-        if opts.ground_truth is not None:
-            truth = _ground_truth(opts).get(_key(incident))
-            if truth is None:
-                ledger.warn("incomplete", f"no ground truth for incident {incident!r} in {opts.ground_truth}")
-            else:
-                score, success, missing = score_diagnosis(submitted_entities(diagnosis), truth.entities)
-                outcome = "success" if success else "failure"
-                meta[HIDDEN] = {"itbench": {"score": score, "success": success, "scenario": truth.scenario,
-                                            "ground_truth_entities": truth.entities, "missing": missing,
-                                            "ground_truth_file": truth.source, "metric": "recall-gated precision"}}
+        outcome, score, graded = grade(diagnosis, incident, opts, ledger)
+        if graded:
+            meta[HIDDEN] = graded
         task = next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
         traj = Trajectory(
             id=stable_id(self.name, incident, trial, fingerprint(output)),

@@ -4,13 +4,16 @@ MAD's ``trace.trajectory`` (and plain ``.log``/``.txt`` runs) is raw log text: C
 logs, MetaGPT role logs, AG2 console chats, AppWorld task logs, HyperAgent INFO lines,
 Magentic-One console output, OpenManus loguru lines. Each splitter finds its system's turn
 delimiters and yields one step per block with the agent its markers name; the text of every
-block is kept as it was, so no text is ever dropped. :func:`split_log` picks the splitter for a
-system name (or the one whose markers the text carries) and falls back to blank-line blocks.
+block is kept as it was. What a system logs about its own plumbing (ChatDev's HTTP requests and
+its "online log" notices) is no step: such blocks are counted, by reason, in the result's
+``dropped``. :func:`split_log` picks the splitter for a system name (or the one whose markers
+the text carries) and falls back to blank-line blocks.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,32 +71,34 @@ def guess_system(text: str) -> str | None:
     return None
 
 
-def split_log(text: str, system: str | None = None) -> list[Step]:
+def split_log(text: str, system: str | None = None) -> Split:
     """Steps of a raw log: the named system's splitter, else the one its markers name, else blank-line blocks."""
     named = _SPLITTERS.get(_key(system or ""))
-    steps = named(text) if named else []
+    steps = named(text) if named else Split()
     if len(steps) <= 1:
         guessed = guess_system(text)
         fn = _SPLITTERS[_key(guessed)] if guessed else None
         steps = fn(text) if fn is not None and fn is not named else steps
-    if len(steps) <= 1:
+    if len(steps) <= 1 and not steps.dropped:
         steps = split_blocks(text)
     return steps
 
 
-def split_blocks(text: str) -> list[Step]:
+def split_blocks(text: str) -> Split:
     """The fallback: one ``log`` step per blank-line separated block."""
     blocks = [b for b in re.split(r"\n\s*\n", text) if b.strip()]
-    return [Step(index=i, id=f"block[{i}]", kind="log", content=b.strip("\n")) for i, b in enumerate(blocks)]
+    return Split([Step(index=i, id=f"block[{i}]", kind="log", content=b.strip("\n")) for i, b in enumerate(blocks)])
 
 
 def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str], str], dict]) -> list[Step]:
     """Split ``text`` at every match of ``pattern``; ``make(match, block)`` gives the step's fields.
 
     The text before the first match becomes a ``log`` step (unless it is only a ``-----`` rule);
-    every block keeps its text whole (trailing rules and blank lines aside).
+    every block keeps its text whole (trailing rules and blank lines aside). A block ``make``
+    marks ``{"drop": reason}`` is no step: it is counted in the steps' ``dropped`` (see
+    :class:`Split`) under that reason.
     """
-    steps: list[Step] = []
+    steps = Split()
     matches = list(pattern.finditer(text))
     if not matches:
         return steps
@@ -104,8 +109,19 @@ def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str],
         end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
         block = _trim_rules(text[m.start() : end])
         fields = {"kind": "message", **make(m, block)}
+        if "drop" in fields:
+            steps.dropped[fields["drop"]] += 1
+            continue
         steps.append(Step(index=len(steps), id=f"turn[{n}]", content=block, **fields))
     return steps
+
+
+class Split(list):
+    """A splitter's steps, with the blocks it left out as noise counted by reason."""
+
+    def __init__(self, steps: list[Step] = ()) -> None:
+        super().__init__(steps)
+        self.dropped: Counter[str] = Counter()
 
 
 def _trim_rules(block: str) -> str:
@@ -162,24 +178,51 @@ def split_evaluation(text: str) -> tuple[str, dict | None]:
 
 
 # ---- ChatDev: "[2023-25-08 10:05:20 INFO] Chief Product Officer: **Chief Product Officer<->
-# Chief Executive Officer on : DemandAnalysis, turn 0**", usage blocks, "System: **[chatting]**".
+# Chief Executive Officer on : DemandAnalysis, turn 0**", usage blocks, "System: **[chatting]**";
+# the first releases (June 2023) wrote "[0] AI Assistant (Chief Product Officer):" and
+# "[0] AI User (Chief Executive Officer) terminated the chat." in colour, and DEBUG lines.
 
-_CHATDEV = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO\] ?(?P<rest>[^\n]*)", re.M)
+_CHATDEV = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+)\] ?(?P<rest>[^\n]*)", re.M)
 _CHATDEV_TURN = re.compile(
     r"^(?P<agent>[^:*\n]+): \*\*(?P<a>[^*\n]+?)<->(?P<b>[^*\n]+?) on : (?P<phase>[^,*\n]+), turn (?P<turn>\d+)\*\*"
 )
 _CHATDEV_SPEAKER = re.compile(r"^(?P<agent>[A-Z][\w ]{0,40}?): ")
+_CHATDEV_EARLY = re.compile(rf"^{_ANSI}\[(?P<turn>\d+)\] AI (?:Assistant|User) \((?P<agent>[^)\n]+)\)(?P<end> terminated the chat)?")
+#: Lines ChatDev logs about its own plumbing, with the reason they are left out.
+_CHATDEV_NOISE = (("HTTP Request:", "HTTP request log"), ("flask app.py did not start", "online-log notice"))
+
+
+_CHATDEV_FACTS = {"task": re.compile(r"^\*\*task_prompt\*\*: (?P<v>[^\n]+)", re.M),
+                  "model": re.compile(r"^\| \*\*model_type\*\* \| ModelType\.(?P<v>\w+) \|", re.M)}
+
+
+def log_facts(text: str, system: str | None) -> dict[str, str]:
+    """The task and model a log states: ChatDev's ``**task_prompt**`` line and the ``model_type``
+    of its first phase's parameter table."""
+    if _key(system or "") != _key("ChatDev"):
+        return {}
+    head = text[:GUESS_CHARS]
+    return {k: m["v"].strip() for k, rx in _CHATDEV_FACTS.items() if (m := rx.search(head))}
 
 
 @splitter("ChatDev", marker=r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO\] ")
 def split_chatdev(text: str) -> list[Step]:
     def make(m: re.Match[str], block: str) -> dict:
         rest = m["rest"]
+        if m["level"] == "DEBUG":
+            return {"drop": "debug log"}
+        noise = next((reason for prefix, reason in _CHATDEV_NOISE if rest.startswith(prefix)), None)
+        if noise:
+            return {"drop": noise}
         turn = _CHATDEV_TURN.match(rest)
         if turn:
             recipient = turn["b"].strip() if turn["a"].strip() == turn["agent"].strip() else turn["a"].strip()
             return {"agent": turn["agent"].strip(), "recipient": recipient,
                     "group": f"{turn['phase'].strip()}, turn {turn['turn']}"}
+        early = _CHATDEV_EARLY.match(rest)
+        if early:
+            return {"agent": early["agent"].strip(), "kind": "event" if early["end"] else "message",
+                    "group": f"turn {early['turn']}"}
         if rest.startswith("**[OpenAI_Usage_Info"):
             return {"kind": "event", "group": "usage"}
         speaker = _CHATDEV_SPEAKER.match(rest)

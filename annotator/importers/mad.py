@@ -2,7 +2,8 @@
 three-annotator human file.
 
 Full records carry the judge's 14 yes/no answers (``mast_annotation``), stored as labels of
-annotator ``mad-llm``. Human records carry three annotators' booleans per failure mode under
+annotator ``mad-llm``; a record without them (an unlabelled trace in MAD's layout, as other
+MAST tools write them) is a trajectory to annotate. Human records carry three annotators' booleans per failure mode under
 one of three taxonomy versions (the record's ``round``); each round's codes are mapped to
 final MAST ids by content (tables in MAST.md §6.3, conservative column: codes whose mapping is
 disputed or that were dropped stay unmapped, are kept in the label extras and the metadata,
@@ -32,7 +33,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
-from annotator.importers.log_splitters import split_evaluation, split_log
+from annotator.importers.log_splitters import Split, split_evaluation, split_log
 from annotator.label_sources import HUMAN_SET
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
@@ -118,8 +119,9 @@ def _message_steps(messages: list, path: Path, where: str) -> list[Step]:
     return steps
 
 
-def log_steps(text: str, system: str | None, hidden: dict) -> list[Step]:
-    """A console log's steps; its trailing evaluation block, if any, goes to ``hidden``."""
+def log_steps(text: str, system: str | None, hidden: dict) -> Split:
+    """A console log's steps (with the noise blocks left out, counted in ``dropped``); its trailing
+    evaluation block, if any, goes to ``hidden``."""
     text, verdict = split_evaluation(text)
     if verdict is not None:
         hidden["evaluation"] = verdict
@@ -139,10 +141,14 @@ def outcome_of(hidden: dict) -> str:
 
 class MadFull(Importer):
     name = "mad_full"
-    description = "MAD / MAST-Data LLM-labelled records (mas_name, trace.trajectory, mast_annotation)"
+    description = "MAD / MAST-Data records (mas_name, trace.trajectory; LLM labels from mast_annotation if present)"
 
     def sniff(self, head: Head) -> bool:
-        return head.kind == "json" and {"mas_name", "mast_annotation"} <= head.record_keys()
+        """MAD's layout, labelled or not: other MAST tools write unlabelled traces the same way,
+        to be annotated. Records with ``annotations`` are the human file's."""
+        keys = head.record_keys()
+        return head.kind == "json" and "mas_name" in keys and bool(keys & {"mast_annotation", "trace"}) \
+            and "annotations" not in keys
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         for n, rec in iter_records(path):
@@ -152,7 +158,7 @@ class MadFull(Importer):
 
     def _record(self, path: Path, n: int, rec: object, opts: ImportOptions) -> ImportedRecord:
         where = f"record {n}"
-        rec = require(path, rec, ("mas_name", "trace", "mast_annotation"), where)
+        rec = require(path, rec, ("mas_name", "trace"), where)
         trace = rec["trace"]
         inner = trace.get("trajectory") if isinstance(trace, dict) else trace
         if inner is None:
@@ -174,7 +180,7 @@ class MadFull(Importer):
         ), opts)
         ledger = Ledger()
         ledger.mapped()  # the record is the trajectory
-        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger)
+        labels = self._labels(traj.id, rec["mast_annotation"], path, where, ledger) if "mast_annotation" in rec else []
         return ImportedRecord(trajectory=traj, labels=labels, ledger=ledger)
 
     @staticmethod

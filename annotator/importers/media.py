@@ -76,7 +76,7 @@ def media_text(part: object) -> str | None:
         mime = mime if isinstance(mime, str) else None
         return placeholder(_kind(mime, "file"), mime, base64_size(data) if isinstance(data, str) else None)
     ptype = part.get("type")
-    if ptype not in _PARTS:
+    if not isinstance(ptype, str) or ptype not in _PARTS:
         return None
     kind = _PARTS[ptype]
     value = next((part[k] for k in (ptype, "image_url", "source") if part.get(k) is not None), None)

@@ -7,6 +7,11 @@ Each assistant message becomes a thought (the text before the command) and a too
 command, or the ``tool_calls`` of tool-calling models); the message after it is the tool
 result, with the exit code from ``<returncode>`` or ``extra.returncode``. ``info.exit_status``
 and ``info.submission`` are hidden metadata; a run that did not end in ``Submitted`` failed.
+
+mini-swe-agent runs a turn's command only when the text holds exactly one command block; a
+turn with none or several is rejected (a format error) and the next user message tells the
+model so. Such a turn is a thought with no tool call (``format_error`` says how many blocks it
+had) and the message after it is the environment's feedback, not a command's output.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ _FENCE = re.compile(r"```(?:mswea_bash_command|bash)[^\n]*\n(.*?)```", re.DOTALL
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 
-def _calls(msg: dict, text: str) -> list[tuple[str, str, str | None]]:
-    """(tool name, arguments, call id) of an assistant message."""
+def _calls(msg: dict, text: str) -> list[tuple[str, str, str | None]] | int:
+    """(tool name, arguments, call id) of an assistant message; for a turn mini-swe-agent
+    rejects (not exactly one command block), the number of blocks it had."""
     out = []
     for call in seq(msg.get("tool_calls")):
         if isinstance(call, dict):
@@ -39,7 +45,11 @@ def _calls(msg: dict, text: str) -> list[tuple[str, str, str | None]]:
     if not out:
         actions = seq(obj(msg.get("extra")).get("actions"))
         commands = [json_text(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
-        out = [("bash", cmd.strip(), None) for cmd in commands or _FENCE.findall(text)]
+        if not commands:
+            commands = _FENCE.findall(text)
+            if len(commands) != 1:
+                return len(commands)
+        out = [("bash", cmd.strip(), None) for cmd in commands]
     return out
 
 
@@ -47,14 +57,22 @@ def message_steps(messages: list, path: Path) -> StepList:
     """Steps of mini-swe-agent messages."""
     out = StepList()
     open_calls: list[Step] = []
+    rejected = False  # the previous assistant turn was a format error
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or "role" not in msg:
             raise ImportFailure(str(path), "not a chat message (needs 'role')", where=f"messages[{i}]")
+        out.ledger.mapped()
         role, sid, raw = msg.get("role"), f"messages[{i}]", plain(msg)
         text = as_text(msg.get("content"))
         extra = obj(msg.get("extra"))
         if role == "assistant":
             calls = _calls(msg, text)
+            rejected = isinstance(calls, int)
+            if rejected:
+                out.add(id=f"{sid}.thought", kind="thought", role=role, agent="assistant", content=text, raw=raw,
+                        attributes={"format_error": f"{calls} command blocks, not one: not run"})
+                open_calls = []
+                continue
             fence = _FENCE.search(text)
             thought = (text[: fence.start()] if fence else text).strip()
             if thought:
@@ -71,6 +89,10 @@ def message_steps(messages: list, path: Path) -> StepList:
             attrs = {"exit_code": as_int(code)} if as_int(code) is not None else {}
             out.add(id=sid, kind="tool_result", role=role, agent="environment", content=text, tool_name=call.tool_name,
                     call_id=call.call_id, attributes=attrs, raw=raw)
+        elif rejected and role in ("user", "tool"):
+            rejected = False
+            out.add(id=sid, kind="message", role=role, agent="environment", content=text, raw=raw,
+                    attributes={"format_error": True})
         else:
             kind = "system" if role == "system" else "message"
             out.add(id=sid, kind=kind, role=role, agent=role, content=text, raw=raw)

@@ -42,6 +42,9 @@ IMPORTERS: tuple[str, ...] = (
     "codex_cli:CodexCLI",
     "codex_exec:CodexExec",
     "itbench:ITBenchRun",
+    "gemini_cli:GeminiCLI",
+    "tau_bench:TauBench",
+    "stirrup:Stirrup",
     "mast_export:MastExport",
 )
 

@@ -7,6 +7,12 @@ A run file has ``trajectory`` (one entry per agent step: ``thought``, ``action``
 items before the first action — and take tool names and call ids from the matching history
 action. Demonstrations may carry only ``history``; they are read from it directly.
 
+SWE-agent 0.x puts a whole worked example of another issue into the prompt, as history items
+marked ``is_demo``. That demonstration is not part of the run: it is left out (counted as
+dropped, reason ``demonstration``) and the task is the first user message of the run itself,
+the issue. 0.x files name no model; their run folder does
+(``<model>__<data>__<config>__t-<temperature>__...``), and the model is read from it.
+
 The outcome the file carries, ``info.exit_status`` and ``info.submission``, goes to hidden
 metadata. Only a run that ended without submitting is a known failure: whether a submission
 resolved the issue comes from a separate SWE-bench report, so it stays ``unknown``.
@@ -14,6 +20,7 @@ resolved the issue comes from a separate SWE-bench report, so it stays ``unknown
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +32,13 @@ from annotator.importers.steps import StepList, fingerprint, json_text, obj, par
 from annotator.models import HIDDEN, Step, Trajectory
 
 _RUN_KEYS = {"info", "environment", "replay_config"}
+#: A SWE-agent 0.x run folder: ``<model>__<data>__<config>__t-0.00__p-0.95__c-3.00__install-1``.
+_RUN_DIR = re.compile(r"^(?P<model>[^_][^/]*?)__.+__t-\d")
+
+
+def is_demo(item: object) -> bool:
+    """Whether a history item belongs to the in-context demonstration (``is_demo``, a bool or its text)."""
+    return isinstance(item, dict) and str(item.get("is_demo")).lower() == "true"
 
 
 def _call_parts(action: str, calls: list) -> list[tuple[str | None, str, str | None]]:
@@ -71,15 +85,27 @@ class _Builder:
 
 
 def _from_trajectory(b: _Builder, history: list, trajectory: list) -> None:
-    actions = [h for h in history if isinstance(h, dict) and h.get("role") == "assistant"]
-    first_action = next((i for i, h in enumerate(history) if isinstance(h, dict) and h.get("role") == "assistant"),
-                        len(history))
+    ledger = b.out.ledger
+    run = [h for h in history if not is_demo(h)]
+    actions = [h for h in run if isinstance(h, dict) and h.get("role") == "assistant"]
+    first_action = next((i for i, h in enumerate(history) if isinstance(h, dict) and h.get("role") == "assistant"
+                         and not is_demo(h)), len(history))
     for i, item in enumerate(history[:first_action]):
-        if isinstance(item, dict):
+        if is_demo(item):
+            ledger.dropped("demonstration")
+        elif isinstance(item, dict):
             b.message(item, f"history[{i}]")
+            ledger.mapped()
+        else:
+            ledger.dropped("not a message object")
+    rest = history[first_action:]
+    ledger.dropped("demonstration", sum(map(is_demo, rest)))
+    ledger.folded("history copy of a trajectory entry", sum(not is_demo(h) for h in rest))
     for k, entry in enumerate(trajectory):
         if not isinstance(entry, dict):
+            ledger.dropped("not a trajectory entry object")
             continue
+        ledger.mapped()
         h = actions[k] if k < len(actions) else {}
         agent = h.get("agent") or "main"
         raw = plain(entry)
@@ -95,8 +121,13 @@ def _from_trajectory(b: _Builder, history: list, trajectory: list) -> None:
 
 def _from_history(b: _Builder, history: list) -> None:
     for i, item in enumerate(history):
-        if not isinstance(item, dict):
+        if is_demo(item):
+            b.out.ledger.dropped("demonstration")
             continue
+        if not isinstance(item, dict):
+            b.out.ledger.dropped("not a message object")
+            continue
+        b.out.ledger.mapped()
         sid = f"history[{i}]"
         role, agent = item.get("role"), item.get("agent") or item.get("role")
         if role == "assistant":
@@ -147,12 +178,15 @@ class SWEAgent(Importer):
         info = obj(data.get("info"))
         config = obj(parse_json_maybe(data.get("replay_config")))
         model = str_or_none(obj(obj(config.get("agent")).get("model")).get("name"))
+        if model is None and (run_dir := _RUN_DIR.match(path.parent.name)):
+            model = run_dir["model"]
         problem = obj(config.get("problem_statement"))
         instance = path.name.split(".")[0]
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
         visible = {k: v for k, v in info.items() if k not in hidden and not k.startswith("edited_files")}
         hidden.update({k: v for k, v in info.items() if k.startswith("edited_files")})
-        task = str_or_none(problem.get("text")) or next((s.content for s in b.out.steps if s.role == "user"), None)
+        task = str_or_none(problem.get("text")) or next(
+            (s.content for s in b.out.steps if s.role == "user" and s.content.strip()), None)
         traj = Trajectory(
             id=stable_id(self.name, instance, fingerprint(raw)),
             source_format=self.name,

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, finish, record_values, stable_id
 from annotator.importers.detect import Head, decode_utf8
 from annotator.importers.mad import log_steps, outcome_of
-from annotator.importers.log_splitters import guess_system
+from annotator.importers.log_splitters import guess_system, log_facts
 from annotator.models import HIDDEN, Trajectory
 
 
@@ -58,7 +59,12 @@ class TextLog(Importer):
             traj = finish(Trajectory(
                 id=stable_id(self.name, path.name), source_format=self.name, source_path=str(path),
                 title=path.stem, system=system, outcome=outcome_of(hidden), metadata=meta, raw=raw,
+                **log_facts(text, system),
                 steps=steps,
             ), opts)
-            item = ImportedRecord(trajectory=traj)
+            ledger = Ledger()
+            ledger.mapped(len(steps))
+            for reason, n in steps.dropped.items():
+                ledger.dropped(reason, n)
+            item = ImportedRecord(trajectory=traj, ledger=ledger)
         yield item

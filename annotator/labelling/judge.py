@@ -33,7 +33,7 @@ from annotator.labelling.prompts import (
 )
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
 from annotator.labelling.voting import majority
-from annotator.labelling.windows import count_tokens, merge_windows, plan_windows
+from annotator.labelling.windows import TokenCounter, merge_windows, plan_windows
 from annotator.models import Trajectory
 from annotator.store.requests import cached_keys, cached_response, store_response
 from annotator.store.trajectories import get_trajectory
@@ -76,11 +76,6 @@ class PlannedRequest(BaseModel):
     tokens_in: int
 
 
-def _prompt_tokens(messages: list[dict[str, str]], model: str) -> int:
-    """Input tokens of a prompt for ``model``."""
-    return sum(count_tokens(m["content"], model) for m in messages)
-
-
 def expected_output_tokens(prompt: PromptName, n_modes: int) -> int:
     """A typical answer's length, for dry-run estimates and budget reservations."""
     return 40 * n_modes + 60 if prompt == "structured" else 12 * n_modes + 80
@@ -102,16 +97,22 @@ class LLMLabeller:
         usage: Usage,
         endpoint_host: str | None,
         definitions: dict[str, str] | None = None,
+        tokens: TokenCounter | None = None,
     ):
         self.db, self.client, self.settings, self.taxonomy = db, client, settings, taxonomy
         self.prices, self.usage, self.endpoint_host = prices, usage, endpoint_host
         self.definitions = definitions
+        self.tokens = tokens or TokenCounter()
         self.schema = answer_schema() if settings.prompt == "structured" else None
         self._structured = StructuredPrompt(taxonomy, self.schema) if self.schema is not None else None
         self.sent = 0
         self.cached = 0
 
     # -- planning --------------------------------------------------------------------------
+
+    def _prompt_tokens(self, messages: list[dict[str, str]], model: str) -> int:
+        """Input tokens of a prompt for ``model``."""
+        return sum(self.tokens(m["content"], model) for m in messages)
 
     def _messages(self, tag: str, text: str) -> list[dict[str, str]]:
         if self._structured is not None:
@@ -133,16 +134,16 @@ class LLMLabeller:
         tag = content_tag(traj)
         rendered = [render_step(step, tag) for step in traj.steps]
         empty = render_trajectory(traj, [], tag, part_note(traj.steps, len(traj.steps), 1, 2) if traj.steps else None)
-        overhead = sum(count_tokens(m["content"], model0) for m in self._messages(tag, empty))
+        overhead = self._prompt_tokens(self._messages(tag, empty), model0)
         budget = max(s.max_input_tokens - overhead - _MARGIN_TOKENS, 1)
-        windows = plan_windows([count_tokens(r, model0) for r in rendered], budget)
+        windows = plan_windows([self.tokens(r, model0) for r in rendered], budget)
         plans = []
         for k, w in enumerate(windows):
             steps = traj.steps[w.start : w.stop]
             note = part_note(steps, len(traj.steps), k + 1, len(windows)) if steps else None
             messages = self._messages(tag, render_trajectory(traj, rendered[w.start : w.stop], tag, note))
             for model in s.models:
-                tokens_in = _prompt_tokens(messages, model)  # once per (window, model): samples share it
+                tokens_in = self._prompt_tokens(messages, model)  # once per (window, model): samples share it
                 for sample in range(s.samples):
                     plans.append(
                         PlannedRequest(
@@ -186,7 +187,7 @@ class LLMLabeller:
                 problem = str(exc)
             messages = repair_messages(req.messages, text, problem)
             key = self.key(req.model, messages, req.sample)
-            tokens_in = _prompt_tokens(messages, req.model)
+            tokens_in = self._prompt_tokens(messages, req.model)
         raise LabelFailure(
             f"{req.model}: invalid answer after {self.settings.repairs + 1} tries: {problem}"
         )

@@ -8,7 +8,6 @@ it came from), which is what ``--resume RUN_ID`` reads back.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlparse
@@ -24,7 +23,9 @@ from annotator.labelling.pricing import Usage, price_for
 from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, dry_run, run_labeller
+from annotator.labelling.windows import TokenCounter
 from annotator.models import LabelRun, Outcome
+from annotator.settings import DEFAULT_API_KEY_ENV
 from annotator.store.runs import create_run, get_run, update_run
 from annotator.store.trajectories import list_trajectories, resolve_id
 from annotator.taxonomy import Taxonomy, load_taxonomy
@@ -45,7 +46,7 @@ class PrelabelOptions(BaseModel):
     limit: int | None = Field(None, ge=1)
     judge: JudgeSettings | None = None
     definitions_path: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = DEFAULT_API_KEY_ENV
     concurrency: int = Field(DEFAULT_CONCURRENCY, ge=1)
     timeout: float = Field(120.0, gt=0)
     max_attempts: int = Field(5, ge=1)
@@ -74,13 +75,9 @@ def select(db: Database, opts: PrelabelOptions) -> list[str]:
     return chosen[: opts.limit] if opts.limit else chosen
 
 
-def _with_base_url(opts: PrelabelOptions) -> PrelabelOptions:
+def _check_judge(opts: PrelabelOptions) -> None:
     if opts.labeller == "llm" and opts.judge is None:
         raise LabellingError("the llm labeller needs at least one --model")
-    if opts.judge is not None and opts.judge.base_url is None and os.environ.get("OPENAI_BASE_URL"):
-        judge = opts.judge.model_copy(update={"base_url": os.environ["OPENAI_BASE_URL"]})
-        return opts.model_copy(update={"judge": judge})
-    return opts
 
 
 def _definitions(opts: PrelabelOptions, taxonomy: Taxonomy) -> tuple[dict[str, str] | None, str]:
@@ -92,23 +89,24 @@ def _definitions(opts: PrelabelOptions, taxonomy: Taxonomy) -> tuple[dict[str, s
     return defs, "\n".join(f"{k}\x00{v}" for k, v in sorted(defs.items()))
 
 
-def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage) -> LLMLabeller:
+def _llm_labeller(db: Database, opts: PrelabelOptions, taxonomy: Taxonomy, client, usage: Usage,
+                  tokens: TokenCounter | None) -> LLMLabeller:
     judge = opts.judge
     assert judge is not None
     defs, _ = _definitions(opts, taxonomy)
     prices = {m: price_for(m, opts.price_in, opts.price_out, batch=opts.batch) for m in judge.models}
     return LLMLabeller(db, client, judge, taxonomy, prices=prices, usage=usage,
-                       endpoint_host=endpoint_host(judge.base_url), definitions=defs)
+                       endpoint_host=endpoint_host(judge.base_url), definitions=defs, tokens=tokens)
 
 
-def estimate(db: Database, opts: PrelabelOptions) -> DryRun:
+def estimate(db: Database, opts: PrelabelOptions, *, tokens: TokenCounter | None = None) -> DryRun:
     """What the run would send and cost; nothing is sent and nothing is written."""
-    opts = _with_base_url(opts)
+    _check_judge(opts)
     if opts.labeller == "rules":
         n = len(select(db, opts))
         return DryRun(trajectories=n, requests=0, cached=0, tokens_in=0, tokens_out=0, cost_usd=0.0, price_known=True)
     taxonomy = load_taxonomy(opts.taxonomy_path)
-    return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage()), select(db, opts))
+    return dry_run(db, _llm_labeller(db, opts, taxonomy, None, Usage(), tokens), select(db, opts))
 
 
 def _price_known(opts: PrelabelOptions) -> bool:
@@ -118,18 +116,18 @@ def _price_known(opts: PrelabelOptions) -> bool:
     return all(price_for(m, opts.price_in, opts.price_out).known for m in opts.judge.models)
 
 
-def _api_key(opts: PrelabelOptions) -> str:
-    key = os.environ.get(opts.api_key_env)
-    if not key:
+def _require_key(opts: PrelabelOptions, api_key: str | None) -> str:
+    if not api_key:
         raise LabellingError(f"no API key: set {opts.api_key_env} (or name another variable with --api-key-env)")
-    return key
+    return api_key
 
 
-def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOptions]:
-    """Record a new run (status running) with its options; nothing is sent yet."""
-    opts = _with_base_url(opts)
+def start_run(db: Database, opts: PrelabelOptions, *, api_key: str | None) -> tuple[LabelRun, PrelabelOptions]:
+    """Record a new run (status running) with its options; nothing is sent yet. ``api_key`` is
+    the key held in ``opts.api_key_env``: a judge's run is not started without one."""
+    _check_judge(opts)
     if opts.labeller == "llm":
-        _api_key(opts)
+        _require_key(opts, api_key)
     taxonomy = load_taxonomy(opts.taxonomy_path)
     _, extra = _definitions(opts, taxonomy)
     judge = opts.judge
@@ -146,15 +144,20 @@ def start_run(db: Database, opts: PrelabelOptions) -> tuple[LabelRun, PrelabelOp
     return create_run(db, run), opts
 
 
-def resume_run(db: Database, run_id: int) -> tuple[LabelRun, PrelabelOptions]:
-    """A stored run set running again, with the options it was started with."""
+def run_options(db: Database, run_id: int) -> PrelabelOptions:
+    """The options a stored run was started with (its ``api_key_env`` names the key it needs)."""
     run = get_run(db, run_id)
     if "options" not in run.params:
         raise LabellingError(f"run {run_id} has no recorded options and cannot be resumed")
-    opts = PrelabelOptions.model_validate(run.params["options"])
+    return PrelabelOptions.model_validate(run.params["options"])
+
+
+def resume_run(db: Database, run_id: int, *, api_key: str | None) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with."""
+    opts = run_options(db, run_id)
     if opts.labeller == "llm":
-        _api_key(opts)
-    run = run.model_copy(update={"status": "running", "finished_at": None})
+        _require_key(opts, api_key)
+    run = get_run(db, run_id).model_copy(update={"status": "running", "finished_at": None})
     update_run(db, run)
     return run, opts
 
@@ -164,6 +167,8 @@ async def execute(
     run: LabelRun,
     opts: PrelabelOptions,
     *,
+    api_key: str | None,
+    tokens: TokenCounter | None = None,
     on_progress: Callable[[RunProgress], None] | None = None,
     on_batch: Callable[[str, str], None] | None = None,
     resume_batch: str | None = None,
@@ -175,14 +180,14 @@ async def execute(
     if opts.labeller == "rules":
         return await run_labeller(db, RulesLabeller(), taxonomy, run, ids, concurrency=opts.concurrency,
                                   usage=usage, on_progress=on_progress)
-    key = _api_key(opts)
+    key = _require_key(opts, api_key)
     from annotator.labelling.llm import JudgeClient
 
     assert opts.judge is not None
     client = JudgeClient(base_url=opts.judge.base_url, api_key=key, timeout=opts.timeout,
                          max_attempts=opts.max_attempts, concurrency=opts.concurrency)
     try:
-        labeller = _llm_labeller(db, opts, taxonomy, client, usage)
+        labeller = _llm_labeller(db, opts, taxonomy, client, usage, tokens)
         if opts.batch or resume_batch:
             run, _ = await run_batch(db, labeller, client, run, ids, batch_id=resume_batch,
                                      poll_seconds=opts.poll_seconds, on_status=on_batch)

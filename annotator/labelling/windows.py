@@ -10,8 +10,6 @@ finds the mode grounded, the earliest onset wins).
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -36,18 +34,8 @@ def clip(text: str, limit: int = CLIP_CHARS) -> str:
     return f"{text[:head]}\n[… {len(text) - head - tail:,} characters clipped …]\n{text[-tail:]}"
 
 
-def _tiktoken_available() -> bool:
-    # tiktoken downloads its vocabularies on first use; only use it where one has been cached,
-    # so that counting tokens never reaches out to the network.
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    path = Path(cache_dir) if cache_dir else Path(tempfile.gettempdir()) / "data-gym-cache"
-    return path.is_dir() and any(path.iterdir())
-
-
 @cache
 def _encoding(model: str):
-    if not _tiktoken_available():
-        return None
     import tiktoken
 
     try:
@@ -56,12 +44,24 @@ def _encoding(model: str):
         return None
 
 
-def count_tokens(text: str, model: str | None) -> int:
-    """Tokens of ``text`` for ``model``: exact with tiktoken where known, else a character estimate."""
-    enc = _encoding(model) if model else None
-    if enc is not None:
-        return len(enc.encode(text, disallowed_special=()))
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+class TokenCounter:
+    """Tokens of a text for a model: exact with tiktoken where it knows the model, else a
+    character estimate.
+
+    tiktoken downloads a vocabulary on first use, into the folder its own environment variables
+    name (the settings' ``tiktoken_cache_dir``, handed in as ``vocab_dir``). It is used only when
+    that folder already holds one, so that counting tokens never reaches out to the network;
+    without a ``vocab_dir`` every count is the estimate.
+    """
+
+    def __init__(self, vocab_dir: Path | None = None):
+        self.exact = vocab_dir is not None and vocab_dir.is_dir() and any(vocab_dir.iterdir())
+
+    def __call__(self, text: str, model: str | None) -> int:
+        enc = _encoding(model) if self.exact and model else None
+        if enc is not None:
+            return len(enc.encode(text, disallowed_special=()))
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def plan_windows(sizes: Sequence[int], budget: int, overlap: int = OVERLAP_STEPS) -> list[range]:

@@ -11,7 +11,8 @@ from pathlib import Path
 from textual.app import App
 from textual.screen import ModalScreen
 
-from annotator.annotating.session import AnnotationSession, default_annotator
+from annotator.annotating.session import AnnotationSession
+from annotator.settings import Settings
 from annotator.store import data_version, open_db
 from annotator.taxonomy import Taxonomy, load_taxonomy
 from annotator.tui.keys import check_hotkeys
@@ -145,7 +146,9 @@ def make_app(
     taxonomy: Taxonomy | None = None,
     tag: str | None = None,
 ) -> AnnotatorApp:
-    """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: env / OS user)."""
+    """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: the settings'
+    annotator, ``MAST_ANNOTATOR`` or the OS user, when the app is started without the CLI)."""
     return AnnotatorApp(
-        db_path, annotator or default_annotator(), blind=blind, taxonomy=taxonomy or load_taxonomy(), tag=tag
+        db_path, annotator or Settings().annotator_name(), blind=blind, taxonomy=taxonomy or load_taxonomy(),
+        tag=tag,
     )
