@@ -54,8 +54,10 @@ class Audit:
         person = people.labels[audit]
         self.y, self.y_known = person.present[mine][:, pcols].astype(float), person.known[mine][:, pcols]
         self.weights: np.ndarray | None = None
-        self.audited_outside = len(people.ids) - len(self.rows) if sample is None else sum(
-            1 for t in people.ids.tolist() if t not in items and t in set(frame.ids.tolist()))
+        judged = set(frame.ids.tolist())
+        #: Trajectories the people finished (and the judge labelled) outside the sample: not used.
+        self.audited_outside = 0 if sample is None else sum(
+            1 for t in people.ids.tolist() if t not in items and t in judged)
         if sample is not None and sample.stratify:
             strata = np.asarray([items[t] for t in frame.ids[self.rows].tolist()], dtype=object)
             done = {h: int((strata == h).sum()) for h in sample.strata}
