@@ -254,7 +254,7 @@ def test_traces_of_other_instrumentation_are_left_out(tmp_path):
         {"spans": [*OTLP["resourceSpans"][0]["scopeSpans"][0]["spans"], http]}]}]}
     _, records = _import(_write_json(tmp_path / "export.json", doc))
     assert len(records) == 2
-    assert records[0].ledger.dropped_by == {"trace without LLM, tool or agent spans": 1}
+    assert records[0].ledger.dropped_by == {"span of a trace without LLM, tool or agent spans": 1}
     only_http = {"resourceSpans": [{"scopeSpans": [{"spans": [http]}]}]}
     f = _write_json(tmp_path / "http.json", only_http)
     f.write_bytes(f.read_bytes().replace(b'"http.method"', b'"gen_ai.system"'))

@@ -132,3 +132,46 @@ def test_reimport_is_unchanged(db):
     assert (first.format, first.imported, again.unchanged) == ("codex_exec", 1, 1)
     stored = get_trajectory(db, first.trajectory_ids[0])
     assert len(stored.steps) == 17 and stored.metadata["usage"]["output_tokens"] == 1122
+
+
+SKILL = Path(__file__).parent / "fixtures" / "codex_exec" / "skill_capture_events.jsonl"
+STDERR = b"Reading prompt from stdin...\n"
+MODELS_CACHE = b"2026-03-02T10:00:00.000000Z ERROR codex_models_manager::cache: failed to load models cache\n"
+
+
+def _steps(traj):
+    return [(s.kind, s.tool_name, s.tool_args, s.content) for s in traj.steps]
+
+
+def test_stderr_lines_in_the_stream_are_left_out_and_counted(tmp_path):
+    lines = SKILL.read_bytes().splitlines(keepends=True)
+    mixed = tmp_path / "run.jsonl"
+    mixed.write_bytes(STDERR + lines[0] + MODELS_CACHE + b"".join(lines[1:]))
+    name, [rec] = _read(mixed)
+    _, [clean] = _read(SKILL)
+    assert name == "codex_exec"
+    assert _steps(rec.trajectory) == _steps(clean.trajectory)
+    assert [s.kind for s in rec.trajectory.steps] == ["message", "tool_call", "tool_result", "message"]
+    call, result = rec.trajectory.steps[1:3]
+    assert call.tool_name == "command_execution" and "SKILL.md" in call.tool_args and result.link == call.index
+    assert rec.ledger.dropped_by == {"not a codex exec event (stderr text, a header)": 2}
+    assert rec.ledger.read == len(lines) + 2 and not rec.warnings
+
+
+def test_a_json_header_before_the_stream_is_left_out(tmp_path):
+    header = orjson.dumps({"model": "gpt-5-codex", "sandbox": "workspace-write", "workdir": "/repo"}) + b"\n"
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(header + FIXTURE.read_bytes())
+    for fmt in (None, "codex_exec"):
+        result = import_file(_db(tmp_path, fmt), path, fmt)
+        assert result.ok and result.imported == 1, result.error
+    name, [rec] = _read(path)
+    _, [clean] = _read(FIXTURE)
+    assert _steps(rec.trajectory) == _steps(clean.trajectory)
+    assert rec.ledger.dropped_by["not a codex exec event (stderr text, a header)"] == 1
+
+
+def _db(tmp_path, tag):
+    from annotator.store import open_db
+
+    return open_db(tmp_path / f"m{tag}.db")

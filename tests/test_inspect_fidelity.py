@@ -14,12 +14,19 @@ from annotator.importers.registry import registry
 FIXTURES = Path(__file__).parent / "fixtures" / "inspect_ai"
 
 
+def _records(name: str):
+    return list(registry()["inspect_ai"].read(FIXTURES / name, ImportOptions()))
+
+
 def _read(name: str):
-    return [rec.trajectory for rec in registry()["inspect_ai"].read(FIXTURES / name, ImportOptions())]
+    return [rec.trajectory for rec in _records(name)]
 
 
 def test_model_graded_scorer_conversation_is_not_shown():
-    trajs = _read("model_graded_security-guide.json")
+    records = _records("model_graded_security-guide.json")
+    trajs = [rec.trajectory for rec in records]
+    # the scorer span (its begin and end, the grader's model call) and the score event: dropped, named
+    assert [rec.ledger.dropped_by["grader"] for rec in records] == [4, 4, 4]
     log = orjson.loads((FIXTURES / "model_graded_security-guide.json").read_bytes())
     assert [t.task for t in trajs] == [s["input"][0]["content"] for s in log["samples"]]
     for traj, sample in zip(trajs, log["samples"], strict=True):

@@ -161,3 +161,31 @@ def test_a_folder_walk_skips_binary_and_foreign_files_but_fails_broken_ones(db, 
     assert by_name["screenshot.png"].skipped == by_name["package.json"].skipped == "not a trajectory"
     assert by_name["run.json"].imported == 1
     assert by_name["broken.json"].error and [f.path for f in summary.failed] == [str(tmp_path / "broken.json")]
+
+
+RETRIED = Path(__file__).parent / "fixtures" / "itbench_retries" / "outputs" / "agent_outputs" / "3" / "1"
+
+
+def test_a_retried_trial_is_one_trajectory_per_attempt_with_its_own_model(db):
+    result = import_file(db, RETRIED, opts=ImportOptions(ground_truth=GROUND_TRUTH))
+    assert result.ok and result.format == "itbench_run" and result.imported == 2, result.error
+    first, second = (get_trajectory(db, tid) for tid in result.trajectory_ids)
+    assert [t.model for t in (first, second)] == ["gpt-oss-120b", "gemini-3-flash-preview"]
+    for n, t in enumerate((first, second), start=1):
+        assert (t.metadata["incident_id"], t.metadata["trial"], t.metadata["attempt"], t.metadata["attempts"]) == \
+            ("3", "1", n, 2)
+        assert t.title == f"ITBench incident 3 trial 1 attempt {n} of 2"
+        # the dashboard screenshot is a placeholder, not a base64 dump
+        assert t.task == "Diagnose the incident in namespace otel-demo. The alert dashboard is attached.\n" \
+                         "[image: image/png, 207 bytes]"
+    # the first attempt broke off: no diagnosis, no score, pointed at the attempt that has them
+    assert (first.outcome, first.score, first.metadata["diagnosis_in_attempt"]) == ("unknown", None, 2)
+    assert [s.kind for s in first.steps] == ["message", "tool_call", "tool_result", "error"]
+    assert "diagnosis" not in first.metadata and HIDDEN not in first.metadata
+    # the second wrote agent_output.json: its final step, its metadata, its score
+    assert (second.outcome, second.score) == ("success", 1.0)
+    assert second.steps[-1].kind == "final_answer" and "otel-demo/ConfigMap/flagd-config" in second.steps[-1].content
+    assert second.metadata["diagnosis"]["entities"][0]["name"] == "otel-demo/ConfigMap/flagd-config"
+    assert second.metadata[HIDDEN]["itbench"]["metric"] == "recall-gated precision"
+    calls = [(s.tool_name, s.link) for s in second.steps if s.kind == "tool_call"]
+    assert [name for name, _ in calls] == ["shell", "apply_patch"] and all(link is not None for _, link in calls)

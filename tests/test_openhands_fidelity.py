@@ -40,7 +40,9 @@ def test_v1_conversation_folder_is_one_trajectory():
     folder = FIXTURES / "v1_conversation"
     assert dir_importer(folder).name == "openhands_v1"
     events = [orjson.loads(f.read_bytes()) for f in sorted((folder / "events").iterdir())]
-    [traj] = _read("openhands_v1", folder)
+    [rec] = registry()["openhands_v1"].read(folder, ImportOptions())
+    traj = rec.trajectory
+    assert rec.ledger.folded_by == {"finish observation": 3} and rec.ledger.read == len(events) + 1
     assert traj.model == "gpt-4o-mini"
     assert traj.task == "Hello. Please confirm you can see my tools."
     users = [e["llm_message"]["content"][0]["text"] for e in events if e["kind"] == "MessageEvent"]

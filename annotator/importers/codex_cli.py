@@ -28,9 +28,10 @@ from annotator.models import Step, Trajectory
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
           "web_search_call": "action", "mcp_call": "arguments"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "mcp_call_output"}
-#: event_msg types that only repeat response items or report progress to the UI.
-_QUIET_EVENTS = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
-                 "task_started", "exec_command_begin", "exec_command_output_delta", "patch_apply_begin",
+#: event_msg types that repeat a response item for the UI (left out: the item is the step).
+_COPIES = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
+#: event_msg types that only report progress to the UI.
+_QUIET_EVENTS = {"task_started", "exec_command_begin", "exec_command_output_delta", "patch_apply_begin",
                  "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin",
                  "web_search_end", "turn_diff", "get_history_entry_response", "plan_update"}
 _CONTEXT_TAGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
@@ -71,33 +72,41 @@ class _Reader:
             raise ImportFailure(str(path), "expected a JSON object", where=f"line {lineno}")
         kind, payload = str_or_none(rec.get("type")), obj(rec.get("payload"))
         base = dict(timestamp=parse_time(rec.get("timestamp")), raw=plain(rec), id=f"line {lineno}")
+        if kind == "response_item":
+            self.item(payload, base)
+            return
+        if kind == "event_msg":
+            self.event(payload, base)
+            return
         if kind == "session_meta":
             self.r.meta.update({k: v for k, v in payload.items() if k != "instructions"})
         elif kind == "turn_context":
             self.r.model = self.r.model or str_or_none(payload.get("model"))
-        elif kind == "response_item":
-            self.item(payload, base)
-        elif kind == "event_msg":
-            self.event(payload, base)
         elif kind == "compacted":
             self.r.steps.add(kind="system", role="system", agent="codex",
                              content="[context compacted] " + as_text(payload.get("message")), **base)
         else:
             self.r.steps.unknown_event(str(kind), plain(rec), timestamp=base["timestamp"], id=base["id"])
+        self.r.steps.ledger.mapped()
 
     def item(self, p: dict, base: dict) -> None:
         out = self.r.steps
         ptype = str_or_none(p.get("type"))
+        if ptype == "reasoning":
+            text = "\n".join(_text(p.get(k)) for k in ("summary", "content") if p.get(k))
+            if text.strip():
+                out.ledger.mapped()
+                out.add(kind="thought", role="assistant", agent="codex", content=text, **base)
+            else:
+                out.ledger.dropped("encrypted reasoning")  # nothing readable: never shown
+            return
+        out.ledger.mapped()
         if ptype == "message":
             role = str_or_none(p.get("role"))
             text = _text(p.get("content"))
             context = role in ("developer", "system") or text.lstrip().startswith(_CONTEXT_TAGS)
             out.add(kind="system" if context else "message", role=role,
                     agent="codex" if role == "assistant" else role, content=text, **base)
-        elif ptype == "reasoning":
-            text = "\n".join(_text(p.get(k)) for k in ("summary", "content") if p.get(k))
-            if text.strip():
-                out.add(kind="thought", role="assistant", agent="codex", content=text, **base)
         elif ptype in _CALLS:
             args = json_text(p.get(_CALLS[ptype])) or ""
             name = str_or_none(p.get("name")) or ptype.removesuffix("_call")
@@ -122,6 +131,15 @@ class _Reader:
 
     def event(self, p: dict, base: dict) -> None:
         etype = str_or_none(p.get("type"))
+        ledger = self.r.steps.ledger
+        if etype in _COPIES:
+            ledger.dropped("event_msg copy")
+        elif etype in _QUIET_EVENTS:
+            ledger.dropped("progress")
+        elif etype in ("token_count", "exec_command_end"):
+            ledger.folded("token usage" if etype == "token_count" else "exit code")
+        else:
+            ledger.mapped()
         if etype == "token_count":
             usage = obj(p.get("info")).get("last_token_usage")
             target = next((s for s in reversed(self.r.steps.steps) if s.role == "assistant"), None)
@@ -141,7 +159,7 @@ class _Reader:
             self.r.steps.add(kind="error", agent="codex", content=as_text(p.get("message")) or compact(p), **base)
         elif etype == "turn_aborted":
             self.r.steps.add(kind="event", agent="codex", content=f"[turn aborted] {as_text(p.get('reason'))}", **base)
-        elif etype not in _QUIET_EVENTS:
+        elif etype not in _QUIET_EVENTS and etype not in _COPIES:
             self.r.steps.unknown_event(f"event_msg/{etype}", base["raw"], timestamp=base["timestamp"], id=base["id"])
 
 

@@ -24,6 +24,11 @@ turn failed while a command ran) is kept as its call, marked incomplete. ``turn.
 usage is summed into the metadata; ``turn.failed`` makes the outcome a failure and is kept as
 an error step. The file holds one stream; a resumed run appended to it (same ``thread_id``)
 continues the same trajectory, another thread starts a new one.
+
+A saved stream often holds lines that are not Codex's events: stderr redirected into it
+(``Reading prompt from stdin...``) or a JSON header a wrapper wrote first. A text line, or a
+JSON object that is no event (no ``type``), is left out and counted as a foreign line; a line
+that starts like JSON and does not parse is still a malformed line.
 """
 
 from __future__ import annotations
@@ -32,9 +37,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from annotator.errors import ImportFailure
+from annotator.importers.accounting import Ledger
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
-from annotator.importers.detect import Head
+from annotator.importers.detect import JSONL_LINES, Head
 from annotator.importers.reading import iter_jsonl
 from annotator.importers.steps import StepList, as_int, compact, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.models import HIDDEN, Step, Trajectory
@@ -69,6 +77,8 @@ class _Thread:
     turns: int = 0
     failures: list[str] = field(default_factory=list)
     started: object = None  # timestamp of thread.started, where the version writes one
+    #: What became of each of the thread's lines.
+    ledger: Ledger = field(default_factory=Ledger)
 
     def add(self, lineno: int, **fields) -> None:
         self.entries.append(_Entry(lineno=lineno, steps=[fields]))
@@ -167,6 +177,7 @@ class _Reader:
         self.path = path
         self.threads: dict[str, _Thread] = {}
         self.current: _Thread | None = None
+        self.foreign: list[int] = []  # numbers of lines that are not Codex events
 
     def thread(self) -> _Thread:
         if self.current is None:  # a stream cut before its thread.started line
@@ -176,15 +187,33 @@ class _Reader:
     def line(self, lineno: int, rec: object) -> None:
         if not isinstance(rec, dict):
             raise ImportFailure(str(self.path), "expected a JSON object", where=f"line {lineno}")
+        if "type" not in rec:  # a wrapper's header or another tool's output: not an event
+            self.foreign.append(lineno)
+            return
         etype = str_or_none(rec.get("type"))
         if etype == "thread.started":
             tid = str_or_none(rec.get("thread_id")) or ""
             self.current = self.threads.setdefault(tid, _Thread(thread_id=tid))
             self.current.started = self.current.started or parse_time(rec.get("timestamp"))
+            self.current.ledger.mapped()
             return
         t = self.thread()
         if etype in _ITEM_EVENTS:
             self.item(t, lineno, etype, obj(rec.get("item")), plain(rec))
+            return
+        if etype in _QUIET_EVENTS:
+            t.ledger.dropped("progress")
+            return
+        if etype in ("turn.failed", "error"):
+            message = as_text(obj(rec.get("error") if etype == "turn.failed" else rec).get("message")) or compact(rec)
+            if etype == "turn.failed":
+                t.turns += 1
+                t.failures.append(message)
+            last = t.last_step()
+            if last.get("kind") == "error" and last.get("content") == message:  # the fatal error, repeated
+                t.ledger.folded("repeated error")
+                return
+            t.add(lineno, kind="error", agent=AGENT, content=message, raw=plain(rec), attributes={"event": etype})
         elif etype == "turn.completed":
             t.turns += 1
             usage = obj(rec.get("usage"))
@@ -192,23 +221,21 @@ class _Reader:
                 n = as_int(usage.get(key))
                 if n is not None:
                     t.usage[key] = t.usage.get(key, 0) + n
-        elif etype in ("turn.failed", "error"):
-            message = as_text(obj(rec.get("error") if etype == "turn.failed" else rec).get("message")) or compact(rec)
-            if etype == "turn.failed":
-                t.turns += 1
-                t.failures.append(message)
-            last = t.last_step()
-            if not (last.get("kind") == "error" and last.get("content") == message):  # the fatal error, repeated
-                t.add(lineno, kind="error", agent=AGENT, content=message, raw=plain(rec), attributes={"event": etype})
         elif etype == "request_user_input":
             questions = [as_text(obj(q).get("question")) for q in seq(rec.get("questions"))]
             t.add(lineno, kind="message", role="assistant", agent=AGENT, recipient="user",
                   content="\n".join(questions), raw=plain(rec))
-        elif etype not in _QUIET_EVENTS:
+        else:
             t.entries.append(_Entry(lineno=lineno, unknown=str(etype), raw=plain(rec)))
+        t.ledger.mapped()
 
     def item(self, t: _Thread, lineno: int, etype: str, item: dict, raw: object) -> None:
+        """An item event: the first one of an item is its place (mapped), later ones update it (folded)."""
         iid = str_or_none(item.get("id"))
+        if iid is not None and iid in t.running:
+            t.ledger.folded("item update")
+        else:
+            t.ledger.mapped()
         if etype != "item.completed":
             if iid is not None:  # keep the place where the item started, and its latest state
                 if iid not in t.running:
@@ -233,7 +260,7 @@ class _Reader:
 
 def _steps(t: _Thread) -> tuple[StepList, int]:
     """The thread's steps in order, results linked to their calls; and how many items never completed."""
-    out = StepList()
+    out = StepList(t.ledger)
     incomplete = 0
     for entry in t.entries:
         steps = entry.steps
@@ -261,10 +288,35 @@ def _steps(t: _Thread) -> tuple[StepList, int]:
     return out, incomplete
 
 
+def _json_lines_of(head: Head) -> list[object]:
+    """The JSON lines of a head: all of a JSON Lines head; of a text head, the lines that parse
+    (a stream whose first lines are stderr text)."""
+    if head.kind == "jsonl":
+        return head.lines
+    if head.kind != "text":
+        return []
+    parsed = []
+    for line in head.text.splitlines()[:JSONL_LINES]:
+        if line.lstrip().startswith("{"):
+            try:
+                parsed.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return parsed
+
+
+def without_text_lines(raw: bytes) -> tuple[bytes, list[int]]:
+    """``raw`` with every line that is plain text (not JSON: it does not start with ``{`` or
+    ``[``) blanked, numbering kept; and those lines' numbers."""
+    lines = raw.split(b"\n")
+    foreign = [i for i, line in enumerate(lines, start=1) if line.strip() and line.lstrip()[:1] not in (b"{", b"[")]
+    for i in foreign:
+        lines[i - 1] = b""
+    return b"\n".join(lines), foreign
+
+
 def is_exec_stream(head: Head) -> bool:
-    if head.kind != "jsonl":
-        return False
-    for line in head.lines[:5]:
+    for line in _json_lines_of(head)[:5]:
         if not isinstance(line, dict):
             continue
         etype = line.get("type")
@@ -287,8 +339,10 @@ class CodexExec(Importer):
         reader = _Reader(path)
         skipped = opts.extra.setdefault("skipped_lines", [])
         raw = path.read_bytes()
-        for lineno, rec in iter_jsonl(path, opts, skipped, raw):
+        events, text_lines = without_text_lines(raw)
+        for lineno, rec in iter_jsonl(path, opts, skipped, events):
             reader.line(lineno, rec)
+        foreign = sorted(text_lines + reader.foreign)
         if not reader.threads:
             raise ImportFailure(str(path), "nothing to import: no codex exec events found")
         for t in reader.threads.values():
@@ -299,6 +353,9 @@ class CodexExec(Importer):
             meta: dict = {"thread_id": t.thread_id or None, "turns": t.turns, "usage": t.usage}
             if t.failures:
                 meta[HIDDEN] = {"turn_failed": t.failures}
+            if foreign:  # said once, with the first trajectory of the file
+                out.ledger.dropped("not a codex exec event (stderr text, a header)", len(foreign))
+                foreign = []
             out.ledger.warn("incomplete", "item started but never completed kept as an incomplete call", incomplete)
             thread = t.thread_id or path.stem
             traj = Trajectory(

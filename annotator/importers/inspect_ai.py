@@ -134,11 +134,15 @@ class _SampleSteps:
         ts = parse_time(ev.get("timestamp"))
         if kind == "span_begin" and ev.get("id"):
             self.spans[str(ev["id"])] = {k: str_or_none(ev.get(k)) for k in ("name", "type", "parent_id")}
-        if kind in _SILENT:
-            return
+        ledger = self.out.ledger
         where = self._where(ev)
-        if where is None:  # the grader's own conversation would show the annotator the grade
+        if kind == "score" or where is None:  # the grade, or the grader's own conversation: hidden
+            ledger.dropped("grader")
             return
+        if kind in _SILENT:
+            ledger.dropped("bookkeeping")  # span markers, state and store changes, sandbox calls
+            return
+        ledger.mapped()
         sid = f"events[{i}]"
         if kind == "model":
             for j, msg in enumerate(self._inputs(ev)):
@@ -219,14 +223,15 @@ def sample_record(path: Path, header: dict, sample: object, where: str, opts: Im
     ev = obj(header.get("eval"))
     builder = _SampleSteps(seq(sample.get("message_pool")))
     events = seq(sample.get("events"))
-    if events:
-        for i, event in enumerate(events):
-            if isinstance(event, dict):
-                builder.event(i, event)
-    else:
-        for i, msg in enumerate(seq(sample.get("messages"))):
-            if isinstance(msg, dict):
-                builder.message(msg, f"messages[{i}]", {})
+    records = events or seq(sample.get("messages"))
+    for i, record in enumerate(records):
+        if not isinstance(record, dict):
+            builder.out.ledger.dropped("not an object")
+        elif events:
+            builder.event(i, record)
+        else:
+            builder.out.ledger.mapped()
+            builder.message(record, f"messages[{i}]", {})
     outcome, score = _outcome(sample)
     hidden = {k: sample[k] for k in ("scores", "target", "metadata", "error", "limit") if sample.get(k)}
     if isinstance(header.get("results"), dict):

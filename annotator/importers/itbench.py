@@ -1,10 +1,14 @@
-"""ITBench SRE agent runs: one run folder (``agent_outputs/<incident>/<trial>/``) is one
-trajectory, imported as a unit rather than file by file.
+"""ITBench SRE agent runs: a run folder (``agent_outputs/<incident>/<trial>/``) is imported as
+a unit rather than file by file.
 
 The agent is Codex, run with ``CODEX_HOME`` set to the run folder, so its steps come from the
-Codex session rollout found under the folder; without one, from the OTLP log records Codex
-sent to ``traces/traces.jsonl``. The diagnosis in ``agent_output.json`` (root-cause entities,
-propagation chain, explained alerts) is the final step and run metadata.
+Codex session rollouts found under the folder; without one, from the OTLP log records Codex
+sent to ``traces/traces.jsonl``. A trial the harness retried (another model, a crash) holds
+one rollout per attempt: each attempt is its own trajectory with its own model, linked to its
+incident, trial and attempt number in the metadata. The diagnosis in ``agent_output.json``
+(root-cause entities, propagation chain, explained alerts) belongs to the attempt that wrote
+it (a tool call naming the file; else the last attempt): it is that attempt's final step, its
+metadata and its score.
 
 With ground truth (ITBench scenario ``groundtruth.yaml`` files) the run is scored the way
 ITBench-AA scores it, recall-gated precision: 0 when any ground-truth root-cause entity is
@@ -18,7 +22,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -138,9 +142,12 @@ def submitted_entities(diagnosis: dict) -> list[str]:
 # ---------------------------------------------------------------- steps
 
 
-def _log_records(path: Path, opts: ImportOptions) -> Iterator[tuple[int, dict]]:
+def _log_records(path: Path, opts: ImportOptions, lines: set[int]) -> Iterator[tuple[int, dict]]:
+    """Every OTLP log record of the file with its line number; ``lines`` collects the numbers
+    of the lines read."""
     skipped = opts.extra.setdefault("skipped_lines", [])
     for lineno, line in iter_jsonl(path, opts, skipped):
+        lines.add(lineno)
         data = line.get("data") if isinstance(line, dict) else None
         if not isinstance(data, dict):
             raise ImportFailure(str(path), "not an ITBench trace line (needs 'data')", where=f"line {lineno}")
@@ -156,9 +163,14 @@ def _log_records(path: Path, opts: ImportOptions) -> Iterator[tuple[int, dict]]:
 
 
 def trace_steps(path: Path, opts: ImportOptions) -> tuple[StepList, str | None]:
-    """Steps from Codex's OTLP log records in ``traces.jsonl``, and the model they name."""
+    """Steps from Codex's OTLP log records in ``traces.jsonl``, and the model they name.
+
+    Accounted per line: a line is mapped when one of its records gave a step or the model,
+    else dropped as Codex's own telemetry (API requests, stream events)."""
     out, model = StepList(), None
-    for lineno, rec in _log_records(path, opts):
+    lines: set[int] = set()
+    shown: set[int] = set()  # lines that gave a step or the model
+    for lineno, rec in _log_records(path, opts, lines):
         attrs = otlp_attributes(rec.get("attributes"))
         name = str(attrs.get("event.name") or "")
         when = parse_time(attrs.get("event.timestamp") or rec.get("time_unix_nano") or rec.get("timeUnixNano")
@@ -179,9 +191,15 @@ def trace_steps(path: Path, opts: ImportOptions) -> tuple[StepList, str | None]:
             out.add(id=f"line {lineno}", kind="event", content=f"tool decision: {attrs.get('tool_name')} "
                     f"{attrs.get('decision')} ({attrs.get('source') or ''})".strip(), **base)
         elif name in _QUIET_LOG_EVENTS:
-            model = model or attrs.get("model")
+            if model is None and attrs.get("model"):
+                model = attrs["model"]
+                shown.add(lineno)
+            continue
         else:
             out.unknown_event(name or "log_record", plain(rec), id=f"line {lineno}", timestamp=when)
+        shown.add(lineno)
+    out.ledger.mapped(len(shown))
+    out.ledger.dropped("codex telemetry (API requests, stream events)", len(lines - shown))
     return out, model
 
 
@@ -204,8 +222,22 @@ def _diagnosis_text(d: dict) -> str:
     return "\n".join(lines)
 
 
-def _renumber(steps: list[Step], start: int) -> list[Step]:
-    return [s.model_copy(update={"index": start + i, "link": None}) for i, s in enumerate(steps)]
+@dataclass
+class _Attempt:
+    """One run of the agent in a trial: a rollout, or the trial's traces."""
+
+    steps: list[Step]
+    model: str | None
+    ledger: Ledger
+    final_message: str | None = None
+    source: str | None = None  # the rollout's path in the run folder
+    session: dict = field(default_factory=dict)
+
+
+def _owner(attempts: list[_Attempt]) -> int:
+    """The attempt the diagnosis belongs to: the last one with a tool call naming the file."""
+    wrote = [i for i, a in enumerate(attempts) if any(OUTPUT_FILE in (s.tool_args or "") for s in a.steps)]
+    return wrote[-1] if wrote else len(attempts) - 1
 
 
 class ITBenchRun(Importer):
@@ -226,59 +258,71 @@ class ITBenchRun(Importer):
         if not isinstance(diagnosis, dict) or not isinstance(diagnosis.get("entities"), list):
             raise ImportFailure(str(path / OUTPUT_FILE), "expected an object with an 'entities' list")
         incident, trial = (path.parent.name, path.name) if path.name.isdigit() else (path.name, None)
-        ledger = Ledger()
-        steps, model, final_message = self._steps(path, opts, ledger)
-        steps.append(Step(index=len(steps), id=OUTPUT_FILE, kind="final_answer", role="assistant", agent=AGENT,
-                          content=_diagnosis_text(diagnosis), raw=plain(diagnosis)))
-        model = self._config_model(path, ledger) or model
-        meta: dict = {"incident_id": incident, "trial": trial, "diagnosis": diagnosis}
-        if final_message:
-            meta["final_message"] = final_message
-        outcome, score, graded = grade(diagnosis, incident, opts, ledger)
-        if graded:
-            meta[HIDDEN] = graded
-        task = next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
-        traj = Trajectory(
-            id=stable_id(self.name, incident, trial, fingerprint(output)),
-            source_format=self.name,
-            source_path=str(path),
-            source_ref=f"incident {incident}, trial {trial}" if trial else f"incident {incident}",
-            title=f"ITBench incident {incident}" + (f" trial {trial}" if trial else ""),
-            system="ITBench SRE Agent",
-            model=model,
-            benchmark="ITBench-SRE",
-            task=task,
-            outcome=outcome,
-            score=score,
-            metadata=meta,
-            raw=orjson.dumps({"agent_output": diagnosis}),
-            steps=steps,
-        )
-        yield ImportedRecord(trajectory=finish(traj, opts), ledger=ledger)
+        attempts = self._attempts(path, opts)
+        owner = _owner(attempts)
+        where = f"incident {incident}, trial {trial}" if trial else f"incident {incident}"
+        for n, attempt in enumerate(attempts, start=1):
+            meta: dict = {"incident_id": incident, "trial": trial, "attempt": n, "attempts": len(attempts)}
+            if attempt.source:
+                meta.update(rollout=attempt.source, session=attempt.session)
+            if attempt.final_message:
+                meta["final_message"] = attempt.final_message
+            ident = stable_id(self.name, incident, trial, "attempt", attempt.source)
+            steps, model, raw = attempt.steps, attempt.model, {"rollout": attempt.source}
+            outcome, score = "unknown", None
+            if n - 1 == owner:  # the attempt that gave the diagnosis
+                ident = stable_id(self.name, incident, trial, fingerprint(output))
+                attempt.ledger.mapped()  # agent_output.json
+                steps = [*steps, Step(index=len(steps), id=OUTPUT_FILE, kind="final_answer", role="assistant",
+                                      agent=AGENT, content=_diagnosis_text(diagnosis), raw=plain(diagnosis))]
+                model = model or self._config_model(path, attempt.ledger)
+                meta["diagnosis"], raw = diagnosis, {"agent_output": diagnosis}
+                outcome, score, graded = grade(diagnosis, incident, opts, attempt.ledger)
+                if graded:
+                    meta[HIDDEN] = graded
+            else:
+                meta["diagnosis_in_attempt"] = owner + 1
+            attempt_tag = f" attempt {n} of {len(attempts)}" if len(attempts) > 1 else ""
+            traj = Trajectory(
+                id=ident,
+                source_format=self.name,
+                source_path=str(path),
+                source_ref=where + attempt_tag.replace(" of ", "/"),
+                title=f"ITBench incident {incident}" + (f" trial {trial}" if trial else "") + attempt_tag,
+                system="ITBench SRE Agent",
+                model=model,
+                benchmark="ITBench-SRE",
+                task=next((s.content for s in steps if s.role == "user" and s.kind == "message"), None),
+                outcome=outcome,
+                score=score,
+                metadata=meta,
+                raw=orjson.dumps(raw, default=str),
+                steps=steps,
+            )
+            yield ImportedRecord(trajectory=finish(traj, opts), ledger=attempt.ledger)
 
-    def _steps(self, path: Path, opts: ImportOptions, ledger: Ledger) -> tuple[list[Step], str | None, str | None]:
-        """Steps from the Codex rollout(s), else traces.jsonl, else only the system prompt."""
+    def _attempts(self, path: Path, opts: ImportOptions) -> list[_Attempt]:
+        """One attempt per Codex rollout, else one from traces.jsonl, else one of only the system prompt."""
         rollouts = sorted(path.rglob("rollout-*.jsonl"))
-        steps: list[Step] = []
         if rollouts:
-            model = final = None
+            out = []
             for f in rollouts:
                 r = rollout(f, opts)
-                steps += _renumber(r.steps.steps, len(steps))
-                ledger.merge(r.steps.ledger)
-                model, final = model or r.model, r.final_message or final
-            return steps, model, final
+                out.append(_Attempt(steps=r.steps.steps, model=r.model, ledger=r.steps.ledger,
+                                    final_message=r.final_message, source=str(f.relative_to(path)), session=r.meta))
+            return out
         traces = path / "traces" / "traces.jsonl"
         if traces.is_file():
-            out, model = trace_steps(traces, opts)
-            ledger.merge(out.ledger)
-            return out.steps, model, None
+            steps, model = trace_steps(traces, opts)
+            return [_Attempt(steps=steps.steps, model=model, ledger=steps.ledger)]
+        ledger, steps = Ledger(), []
         prompt = path / "AGENTS.md"
         if prompt.is_file():
+            ledger.mapped()
             steps.append(Step(index=0, id="AGENTS.md", kind="system", role="system", agent="system",
                               content=prompt.read_text(encoding="utf-8", errors="replace")))
         ledger.warn("incomplete", "no Codex session rollout or traces/traces.jsonl: only the diagnosis is imported")
-        return steps, None, None
+        return [_Attempt(steps=steps, model=None, ledger=ledger)]
 
     def _config_model(self, path: Path, ledger: Ledger) -> str | None:
         config = path / "config.toml"

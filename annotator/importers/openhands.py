@@ -66,6 +66,7 @@ class _Events:
         if not isinstance(event, dict) or not ("action" in event or "observation" in event):
             raise ImportFailure(str(path), "not an OpenHands event (needs 'action' or 'observation')",
                                 where=f"event {i}")
+        self.out.ledger.mapped()  # every event is a step
         sid = f"event {event.get('id', i)}"
         source = str_or_none(event.get("source")) or self._source(event)
         base = dict(timestamp=parse_time(event.get("timestamp")), raw=plain(event))

@@ -66,7 +66,12 @@ class V1Events:
             if kind == "ConversationStateUpdateEvent" and event.get("key") == "stats":
                 usage = next(iter(obj(obj(event.get("value")).get("usage_to_metrics")).values()), None)
                 self.model = self.model or str_or_none(obj(usage).get("model_name"))
+            self.out.ledger.dropped("state update")
             return
+        if kind == "ObservationEvent" and str_or_none(event.get("action_id")) in self.finished:
+            self.out.ledger.folded("finish observation")  # it repeats the final answer
+            return
+        self.out.ledger.mapped()
         if handler is None:
             self.out.unknown_event(kind, base["raw"], **{k: v for k, v in base.items() if k != "raw"})
             return
@@ -114,8 +119,6 @@ class V1Events:
         return step
 
     def _ObservationEvent(self, e: dict, base: dict) -> None:
-        if str_or_none(e.get("action_id")) in self.finished:
-            return  # the finish tool's observation repeats the final answer
         observation = obj(e.get("observation"))
         step = self._answer(e, base, "tool_result", _texts(observation.get("content")))
         if observation.get("is_error"):
@@ -232,6 +235,7 @@ class OpenHandsV1(Importer):
         if not isinstance(state, dict):
             raise ImportFailure(str(folder / BASE_STATE), "expected the conversation state object")
         b = V1Events()
+        b.out.ledger.mapped()  # base_state.json: the model, status and stats
         files = event_files(folder)
         for i, f in enumerate(files):
             b.add(i, load_json(f), f)

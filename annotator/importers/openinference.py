@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions
+from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text
 from annotator.importers.detect import Head
+from annotator.importers.media import uri_text
 from annotator.importers.span_files import Span, indexed_rows, ordered, sniff_attribute_keys
 from annotator.importers.spans import AGENT, CHAIN, EVENT, LLM, TOOL, Convention, span_records
 from annotator.importers.steps import as_int, obj, parse_json_maybe
@@ -23,23 +24,42 @@ _KINDS = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT, "CHAIN": CHAIN}
 _MSG = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 
 
+def _tool_call(tc: dict) -> dict:
+    fn = obj(tc.get("function"))
+    return {"type": "tool_call", "id": tc.get("id"), "name": fn.get("name"),
+            "arguments": parse_json_maybe(fn.get("arguments", fn.get("arguments_json")))}
+
+
+def _content_part(mc: dict) -> dict | None:
+    """One ``message.contents.N.message_content``: text, reasoning, a tool use or an image."""
+    ctype = mc.get("type")
+    if ctype == "tool_use":
+        return _tool_call(obj(mc.get("tool_call")) or mc)
+    if ctype == "image" or "image" in mc:
+        url = obj(obj(mc.get("image")).get("image")).get("url")
+        return {"type": "text", "content": uri_text(url) if isinstance(url, str) else "[image]"}
+    if mc.get("text") is not None:
+        return {"type": "reasoning" if ctype == "reasoning" else "text", "content": mc["text"]}
+    return None
+
+
 def _message(m: dict) -> dict:
     role = m.get("role") or "user"
     parts: list[dict] = []
-    if m.get("content") not in (None, ""):
+    content = m.get("content")
+    if isinstance(content, dict):  # ``message.content.0``, ``.1``: the text in pieces
+        content = "\n".join(as_text(t) for t in ordered(content))
+    if content not in (None, ""):
         if m.get("tool_call_id") is not None:
-            parts.append({"type": "tool_call_response", "id": str(m["tool_call_id"]), "response": m["content"]})
+            parts.append({"type": "tool_call_response", "id": str(m["tool_call_id"]), "response": content})
         else:
-            parts.append({"type": "text", "content": m["content"]})
+            parts.append({"type": "text", "content": content})
     for c in ordered(m.get("contents")):
-        mc = obj(obj(c).get("message_content"))
-        if mc.get("text") is not None:
-            parts.append({"type": "text", "content": mc["text"]})
+        part = _content_part(obj(obj(c).get("message_content")))
+        if part is not None:
+            parts.append(part)
     for c in ordered(m.get("tool_calls")):
-        tc = obj(obj(c).get("tool_call"))
-        fn = obj(tc.get("function"))
-        parts.append({"type": "tool_call", "id": tc.get("id"), "name": fn.get("name"),
-                      "arguments": parse_json_maybe(fn.get("arguments"))})
+        parts.append(_tool_call(obj(obj(c).get("tool_call"))))
     return {"role": role, "parts": parts}
 
 
@@ -61,7 +81,12 @@ class OpenInferenceConvention(Convention):
         return span.name.removesuffix(".run") or None
 
     def input_messages(self, span: Span) -> list[dict]:
-        return _messages(span.attributes, "input")
+        msgs = _messages(span.attributes, "input")
+        value = span.attributes.get("input.value")
+        if not msgs and self.kind(span) == AGENT and isinstance(value, str) and \
+                span.attributes.get("input.mime_type") in (None, "text/plain") and value[:1] not in ("{", "["):
+            msgs = [{"role": "user", "parts": [{"type": "text", "content": value}]}]  # the prompt of a query
+        return msgs
 
     def output_messages(self, span: Span) -> list[dict]:
         msgs = _messages(span.attributes, "output")

@@ -2,7 +2,8 @@
 
 OpenTelemetry GenAI and OpenInference spans ship in the same containers: an OTLP/JSON export
 (``resourceSpans``, one object or one per line, attribute values as ``AnyValue``), a
-flattened list of span dicts, or the bare attribute map of one span. Conventions also flatten
+flattened list of span dicts, that list wrapped as ``{session_id, span_count, spans}`` (AWS
+ADOT / Bedrock AgentCore session exports), or the bare attribute map of one span. Conventions also flatten
 message lists into indexed keys; :func:`indexed_rows` nests them back.
 """
 
@@ -54,6 +55,8 @@ def sniff_attribute_keys(head: Head) -> set[str]:
         return head.attribute_keys
     if head.root == "array" and {"span_id", "attributes"} <= head.keys("item"):
         return head.keys("item.attributes")
+    if head.root == "object" and {"span_id", "attributes"} <= head.keys("spans.item"):
+        return head.keys("spans.item.attributes")
     if head.root == "object" and not root & {"spans", "resourceLogs", "resource_logs"}:
         return root  # a single span's attribute map
     return set()
@@ -87,6 +90,8 @@ def read_spans(path: Path, opts: ImportOptions) -> list[Span]:
     data = load_json(path)
     if isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data):
         return _otlp_spans(data)
+    if isinstance(data, dict) and isinstance(data.get("spans"), list):  # a session export wrapping a span list
+        data = data["spans"]
     if isinstance(data, list):
         return [_flat_span(path, i, item) for i, item in enumerate(data)]
     if isinstance(data, dict):
@@ -123,12 +128,13 @@ def otlp_attributes(items: object) -> dict:
     return out
 
 
-def _status_error(status: object) -> str | None:
+def _status_error(status: object, attributes: dict) -> str | None:
+    """A failed span's error text: the status message, else the ``error.type`` attribute."""
     if not isinstance(status, dict):
         return None
     code = status.get("code", status.get("status_code"))
     if code in (2, "2", "ERROR", "STATUS_CODE_ERROR"):
-        return str(status.get("message") or status.get("description") or "error")
+        return str(status.get("message") or status.get("description") or attributes.get("error.type") or "error")
     return None
 
 
@@ -150,9 +156,9 @@ def _otlp_spans(doc: dict) -> list[Span]:
             name=str(sp.get("name") or ""),
             start=as_int(sp.get("startTimeUnixNano")) or 0,
             end=as_int(sp.get("endTimeUnixNano")) or 0,
-            attributes=otlp_attributes(sp.get("attributes")),
+            attributes=(attrs := otlp_attributes(sp.get("attributes"))),
             events=_events(sp.get("events")),
-            error=_status_error(sp.get("status")) or _exception(sp.get("events")),
+            error=_status_error(sp.get("status"), attrs) or _exception(sp.get("events")),
             resource=resource,
             raw=sp,
         )
@@ -161,7 +167,7 @@ def _otlp_spans(doc: dict) -> list[Span]:
 
 
 def _events(events: object) -> list[dict]:
-    return [{"name": str_or_none(e.get("name")), "attributes": otlp_attributes(e.get("attributes")),
+    return [{"name": str_or_none(e.get("name") or e.get("event_name")), "attributes": otlp_attributes(e.get("attributes")),
              "time": e.get("timeUnixNano") or e.get("timestamp") or e.get("time")}
             for e in seq(events) if isinstance(e, dict)]
 
@@ -179,7 +185,8 @@ def _flat_span(path: Path, i: int, item: object) -> Span:
         end=_ns(item.get("end_time")),
         attributes=obj(item.get("attributes")),
         events=events,
-        error=_status_error(item.get("status")) or _exception(item.get("span_events") or item.get("events")),
+        error=_status_error(item.get("status"), obj(item.get("attributes"))) or _exception(
+            item.get("span_events") or item.get("events")),
         resource=obj(item.get("resource")),
         raw=item,
     )

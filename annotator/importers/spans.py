@@ -8,6 +8,12 @@ Steps are emitted in time order across the whole trace (a coordinator's tool cal
 sub-agent it started, then the tool's result), not depth-first, because that is the order an
 annotator replays. The span tree survives in ``Step.parent``: the index of the step of the
 nearest enclosing agent span (or of a tool span that emitted its own call).
+
+An agent span can carry the conversation itself (``invoke_agent`` with ``gen_ai.input.messages``
+/ ``gen_ai.output.messages``; the Claude Agent SDK's query span with ``input.value`` and
+``llm.output_messages``): its input shows when the agent starts, and its output messages are
+held until they are due, each one up to a tool call shown just before the tool span that ran
+the call, the rest when the agent ends. A message already shown by an LLM span is not repeated.
 """
 
 from __future__ import annotations
@@ -65,21 +71,23 @@ def span_records(path: Path, opts: ImportOptions, fmt: str, conv: Convention) ->
     """One trajectory per trace id, in the order the traces first appear.
 
     A collector export also holds traces of other instrumentation (HTTP, database spans);
-    traces without a single LLM, tool or agent step are left out and counted in a warning.
+    traces without a single LLM, tool or agent step are left out, their spans counted as dropped.
+    Within a trace, a span of no agent kind (an HTTP call, a framework wrapper) is dropped too.
     """
     spans = read_spans(path, opts)
     traces: dict[str, list[Span]] = defaultdict(list)
     for sp in spans:
         traces[sp.trace_id].append(sp)
     kinds = {id(sp): conv.kind(sp) for sp in spans}  # each span's kind, worked out once
-    records = []
+    records, left_out = [], 0
     for trace_id, members in traces.items():
         if any(kinds[id(s)] in (LLM, TOOL, AGENT, EVENT) for s in members):
             records.append(_trace_record(path, opts, fmt, conv, trace_id, members, kinds))
+        else:
+            left_out += len(members)
     if not records:
         raise ImportFailure(str(path), "nothing to import: no LLM, tool or agent spans found")
-    if len(records) < len(traces):
-        records[0].ledger.dropped("trace without LLM, tool or agent spans", len(traces) - len(records))
+    records[0].ledger.dropped("span of a trace without LLM, tool or agent spans", left_out)
     yield from records
 
 
@@ -87,10 +95,15 @@ def _trace_record(path: Path, opts: ImportOptions, fmt: str, conv: Convention, t
                   spans: list[Span], kinds: dict[int, str]) -> ImportedRecord:
     builder = _TraceBuilder(conv, spans, kinds)
     steps = builder.build()
+    other = sum(kinds[id(s)] == OTHER for s in spans)
+    steps.ledger.mapped(len(spans) - other)
+    steps.ledger.dropped("span of no agent kind (HTTP, framework wrapper, empty)", other)
     by_id = {s.span_id: s for s in spans}
     roots = [s for s in spans if s.parent_id not in by_id]
     root = min(roots, key=lambda s: s.start) if roots else spans[0]
-    models = [m for s in spans if kinds[id(s)] == LLM and (m := str_or_none(conv.model(s)))]
+    models = [m for s in spans if kinds[id(s)] == LLM and (m := str_or_none(conv.model(s)))] or [
+        m for s in sorted(spans, key=lambda s: len(builder.ancestors[id(s)]))  # the outermost agent's
+        if (m := str_or_none(conv.model(s)))]
     service = next((s.resource.get("service.name") for s in spans if s.resource.get("service.name")), None)
     task = next((s.content for s in steps.steps if s.role == "user" and s.content), None)
     traj = Trajectory(
@@ -120,6 +133,12 @@ def _clean(messages: object) -> list[dict]:
     return out
 
 
+def _seen_key(ptype: str, role: str, ident: object, name: str | None) -> tuple:
+    """What makes a message part the same as one shown before. Tool calls and results are the
+    same by id whatever role repeats them (Gemini sends results back as the user's)."""
+    return (ptype, None if ptype in ("tool_call", "tool_call_response") else role, ident, name)
+
+
 class _TraceBuilder:
     """Walks one trace's spans in time order and appends their steps.
 
@@ -140,13 +159,18 @@ class _TraceBuilder:
         self.call_of: dict[str, str | None] = {}  # tool span id -> the call id its result answers
         self.single = len(spans) == 1
         self.agents: list[str] = []
+        #: agent span id -> its output messages not shown yet, as (message, part index) in order
+        self.held: dict[str, list[tuple[dict, int]]] = {}
 
     def build(self) -> StepList:
         items = []  # (time, depth, order, action, span)
         for order, sp in enumerate(self.spans):
             depth = len(self.ancestors[id(sp)])
             kind = self.kinds[id(sp)]
-            if kind in (AGENT, EVENT):
+            if kind == AGENT:
+                items.append((sp.start, depth, order, "agent", sp))
+                items.append((sp.end, -depth, order, "agent_end", sp))
+            elif kind == EVENT:
                 items.append((sp.start, depth, order, kind, sp))
             elif kind == LLM:
                 items.append((sp.start, depth, order, "llm_in", sp))
@@ -193,6 +217,39 @@ class _TraceBuilder:
         step = self.out.add(kind="event", role="agent", content=f"agent {name} starts", raw=plain(sp.raw),
                             **{**ctx, "agent": name}, **self._base(sp))
         self.anchor[sp.span_id] = step.index
+        ctx = {**ctx, "parent": step.index}  # the agent's own messages hang under its step
+        for j, msg in enumerate(_clean(self.conv.input_messages(sp))):
+            role = msg["role"] or "user"
+            if role in _CONTEXT_ROLES:
+                self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": role})
+        held = [({**msg, "index": j}, k) for j, msg in enumerate(_clean(self.conv.output_messages(sp)))
+                for k in range(len(msg["parts"]))]
+        if held:
+            self.held[sp.span_id] = held
+
+    def _agent_end(self, sp: Span) -> None:
+        self._release(sp, None, sp.end)
+
+    def _release(self, agent: Span, call_id: str | None, when: int) -> None:
+        """Show an agent span's held output parts, at time ``when``: up to the tool call
+        ``call_id``, or all (None)."""
+        held = self.held.get(agent.span_id)
+        if not held:
+            return
+        upto = len(held)
+        if call_id is not None:
+            upto = next((i + 1 for i, (m, k) in enumerate(held)
+                         if m["parts"][k]["type"] == "tool_call" and m["parts"][k].get("id") == call_id), 0)
+        ctx = {**self._context(agent), "agent": self.conv.agent_name(agent) or agent.name,
+               "parent": self.anchor[agent.span_id]}
+        shown = {s.content for s in self.out.steps} if call_id is None else set()
+        for msg, k in held[:upto]:
+            part = msg["parts"][k]
+            if part["type"] == "text" and as_text(part.get("content")) in shown:
+                continue  # the agent's answer, already shown (a final_answer tool's result)
+            one = {"role": msg["role"] or "assistant", "parts": [part]}
+            self._message(agent, one, f"{agent.span_id}.out[{msg['index']}]", ctx, first_part=k, when=when)
+        del held[:upto]
 
     def _event(self, sp: Span) -> None:
         ctx = self._context(sp)
@@ -221,15 +278,17 @@ class _TraceBuilder:
             if model:
                 self.out.steps[first].attributes["model"] = model
 
-    def _message(self, sp: Span, msg: dict, sid: str, ctx: dict) -> None:
+    def _message(self, sp: Span, msg: dict, sid: str, ctx: dict, first_part: int = 0, when: int | None = None) -> None:
         role = msg["role"]
         base = self._base(sp)
-        if sp.end and sid.split(".")[-1].startswith("out"):
+        if when:
+            base["timestamp"] = parse_time(when)
+        elif sp.end and sid.split(".")[-1].startswith("out"):
             base["timestamp"] = parse_time(sp.end)
-        for k, part in enumerate(msg["parts"]):
+        for k, part in enumerate(msg["parts"], start=first_part):
             ptype = part["type"]
-            key = (ptype, role, part.get("id") or json_text(part.get("content") or part.get("arguments")),
-                   part.get("name"))
+            key = _seen_key(ptype, role, part.get("id") or json_text(part.get("content") or part.get("arguments")),
+                            part.get("name"))
             if key in self.seen:
                 continue
             self.seen.add(key)
@@ -251,6 +310,10 @@ class _TraceBuilder:
 
     def _tool_in(self, sp: Span) -> None:
         name, args, _, call_id = self.conv.tool(sp)
+        if call_id is not None:
+            for anc in self.ancestors[id(sp)]:
+                if self.kinds[id(anc)] == AGENT:
+                    self._release(anc, call_id, sp.start)
         queue = self.pending.get(str(name)) or []
         match = next((c for c in queue if call_id is None or c.call_id in (None, call_id)), None)
         if match is not None:
@@ -266,6 +329,8 @@ class _TraceBuilder:
                             call_id=call_id or sp.span_id, raw=plain(sp.raw), **ctx, **self._base(sp))
         self.call_of[sp.span_id] = step.call_id
         self.anchor[sp.span_id] = step.index
+        if call_id is not None:  # a model's output naming this call later is the same call
+            self.seen.add(_seen_key("tool_call", "assistant", call_id, str_or_none(name)))
 
     def _tool_out(self, sp: Span) -> None:
         name, _, result, _ = self.conv.tool(sp)
@@ -277,7 +342,7 @@ class _TraceBuilder:
         self.out.add(id=f"{sp.span_id}.result", kind="tool_result", role="tool", tool_name=name,
                      content=as_text(result) if result is not None else (sp.error or ""),
                      call_id=self.call_of.get(sp.span_id), raw=plain(sp.raw), **ctx, **base)
-        self.seen.add(("tool_call_response", "tool", self.call_of.get(sp.span_id), None))
+        self.seen.add(_seen_key("tool_call_response", "tool", self.call_of.get(sp.span_id), None))
 
     def _error(self, sp: Span) -> None:
         ctx = self._context(sp)
