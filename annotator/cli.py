@@ -8,7 +8,6 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -23,6 +22,7 @@ from rich.text import Text
 
 from annotator import __version__
 from annotator.errors import AnnotatorError
+from annotator.report.output import REPORT_FORMATS
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -64,6 +64,43 @@ def _taxonomy(path: str | None):
         return load_taxonomy(path)
     except TaxonomyError as exc:
         _fail(str(exc))
+
+
+#: The filter flags of every command that selects trajectories, with the words --help shows.
+_FILTER_FLAGS = ("system", "model", "benchmark", "outcome", "source_format", "since", "until", "tag")
+
+
+def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> Callable[..., Any]:
+    """The trajectory filter of list, prelabel, report, agreement and export: the same flags and
+    help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where ``--model``
+    is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also takes its
+    older ``--format`` for ``--source-format``."""
+    options = [
+        click.option("--system", help="Only trajectories of this system (MAS)."),
+        click.option(model_flag, "model", help="Only trajectories driven by this model."),
+        click.option("--benchmark", help="Only trajectories from this benchmark."),
+        click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome."),
+        click.option("--source-format", *(["--format"] if format_alias else []), "source_format", metavar="NAME",
+                     help="Only trajectories imported with this format (see `mast formats`)."),
+        click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date (UTC)."),
+        click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date (UTC)."),
+        click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit"
+                                   " sample's name, see `mast sample`)."),
+    ]
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @wraps(fn)
+        def with_filter(*args: Any, **kwargs: Any) -> Any:
+            from annotator.views import TrajectoryFilter
+
+            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in _FILTER_FLAGS})
+            return fn(*args, flt=flt, **kwargs)
+
+        for option in reversed(options):
+            with_filter = option(with_filter)
+        return with_filter
+
+    return decorate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -169,9 +206,7 @@ def _import(db, paths, fmt, opts, quiet: bool):
         f"{len(summary.files)} file(s): {summary.total('imported')} imported, {summary.total('updated')} updated,"
         f" {summary.total('unchanged')} unchanged, {summary.total('labels')} labels, {len(failed)} failed"
     )
-    skipped = Counter("not a trajectory" if f.skipped == "not a trajectory" else "part of another file"
-                      for f in summary.files if f.skipped)
-    for why, n in sorted(skipped.items(), reverse=True):
+    for why, n in summary.skipped():
         line += f", {n} skipped ({why})"
     if unsupported := sum(1 for f in summary.files if f.unsupported):
         line += f", {unsupported} unsupported"
@@ -209,19 +244,14 @@ def _print_file_result(f) -> None:
 
 
 @main.command("list")
-@click.option("--system")
-@click.option("--model")
-@click.option("--benchmark")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]))
-@click.option("--format", "source_format", help="Only trajectories imported with this format.")
+@_filter_options(format_alias=True)
 @click.option("--status", type=click.Choice(["not_started", "in_progress", "done"]), help="Review status of --annotator.")
 @click.option("--annotator", help="Whose review status --status means (default: $MAST_ANNOTATOR, else the OS user).")
 @click.option("--search", help="Full-text search over step content.")
-@click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit sample's tag).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
 @click.pass_context
 @handled
-def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, annotator, search, tag, as_json):
+def list_cmd(ctx, flt, status, annotator, search, as_json):
     """List the trajectories in the database.
 
     \b
@@ -230,21 +260,10 @@ def list_cmd(ctx, system, model, benchmark, outcome, source_format, status, anno
       mast list --status done --annotator alice --json
     """
     from annotator.store.trajectories import list_trajectories
-    from annotator.views import TrajectoryFilter
 
     if status and not annotator:
         annotator = _settings(ctx).annotator_name()
-    flt = TrajectoryFilter(
-        system=system,
-        model=model,
-        benchmark=benchmark,
-        outcome=outcome,
-        source_format=source_format,
-        review_status=status,
-        annotator=annotator,
-        search=search,
-        tag=tag,
-    )
+    flt = flt.model_copy(update={"review_status": status, "annotator": annotator, "search": search})
     rows = list_trajectories(_open(ctx), flt)
     if as_json:
         for r in rows:
@@ -398,10 +417,7 @@ def _progress_columns():
 
 @main.command("prelabel")
 @click.argument("ids", nargs=-1)
-@click.option("--system", help="Only trajectories of this system (MAS).")
-@click.option("--source-model", help="Only trajectories driven by this model.")
-@click.option("--benchmark", help="Only trajectories of this benchmark.")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
+@_filter_options(model_flag="--source-model")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many trajectories.")
 @click.option("--labeller", type=click.Choice(["llm", "rules"]), default="llm", show_default=True)
 @click.option("--model", "models", multiple=True, metavar="NAME", help="Judge model; repeat for a multi-model vote.")
@@ -432,7 +448,7 @@ def _progress_columns():
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @handled
-def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labeller, models, base_url, api_key_env,
+def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
                  prompt, definitions, samples, temperature, max_input_tokens, max_output_tokens, concurrency, timeout,
                  max_attempts, dry_run, max_cost, price_in, price_out, batch, resume_batch, poll_seconds, resume,
                  taxonomy_path, quiet):
@@ -470,13 +486,12 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
         if labeller == "llm":
             if not models:
                 _fail("give the judge model with --model (e.g. --model gpt-4o-mini)")
-            temp = temperature if temperature is not None else (0.7 if samples > 1 else 0.0)
-            judge = JudgeSettings(models=list(models), base_url=base_url or settings.judge_base_url, prompt=prompt, samples=samples,
-                                  temperature=temp, max_input_tokens=max_input_tokens,
+            judge = JudgeSettings(models=list(models), base_url=base_url or settings.judge_base_url, prompt=prompt,
+                                  samples=samples, temperature=temperature, max_input_tokens=max_input_tokens,
                                   max_output_tokens=max_output_tokens)
         opts = prelabel.PrelabelOptions(
-            labeller=labeller, ids=list(ids) or None, system=system, source_model=source_model, benchmark=benchmark,
-            outcome=outcome, limit=limit, judge=judge, definitions_path=definitions,
+            labeller=labeller, trajectories=flt.model_copy(update={"ids": list(ids) or None}), limit=limit,
+            judge=judge, definitions_path=definitions,
             api_key_env=api_key_env or settings.api_key_env,
             concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost,
             price_in=price_in, price_out=price_out, batch=batch, poll_seconds=poll_seconds,
@@ -525,9 +540,7 @@ def prelabel_cmd(ctx, ids, system, source_model, benchmark, outcome, limit, labe
                        f" {counts.get('unknown', 0)} unknown"))
     if final.params.get("stopped"):
         out.print(Text(f"stopped: {final.params['stopped']}", style="yellow"))
-    from annotator.store.requests import run_items
-
-    for item in run_items(db, final.id, "failed")[:20]:
+    for item in prelabel.failures(db, final):
         err.print(Text(f"failed: {item.trajectory_id}: {item.error}", style="red"))
 
 
@@ -574,38 +587,8 @@ def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
 # ---- reports: report / agreement / export
 
 
-_REPORT_FORMATS = ("terminal", "md", "html", "json", "csv")
-
-
-def _filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The trajectory filters shared by report, agreement and export."""
-    options = [
-        click.option("--system", help="Only trajectories of this system (MAS)."),
-        click.option("--model", help="Only trajectories driven by this model."),
-        click.option("--benchmark", help="Only trajectories from this benchmark."),
-        click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome."),
-        click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date."),
-        click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date."),
-        click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit"
-                                   " sample's tag)."),
-        click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
-                     help="A custom codebook file (default: the built-in MAST taxonomy)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _filters(system, model, benchmark, outcome, since, until, tag):
-    from datetime import UTC
-
-    from annotator.report.frame import Filters
-
-    def utc(d):
-        return d.replace(tzinfo=UTC) if d is not None and d.tzinfo is None else d
-
-    return Filters(system=system, model=model, benchmark=benchmark, outcome=outcome, since=utc(since),
-                   until=utc(until), tag=tag)
+_TAXONOMY_OPTION = click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
+                                help="A custom codebook file (default: the built-in MAST taxonomy).")
 
 
 def _sources(values: tuple[str, ...]) -> list[str]:
@@ -613,31 +596,20 @@ def _sources(values: tuple[str, ...]) -> list[str]:
 
 
 def _emit(doc, fmt: str, path: str | None) -> None:
-    """Render a report document in ``fmt`` to ``path`` (or stdout)."""
-    if fmt == "terminal":
-        from annotator.report.render_terminal import render
+    """Render a report document in ``fmt`` to ``path`` (whole or not at all), or to stdout."""
+    from annotator.report import output
 
-        if path is None:
-            render(doc, Console(highlight=False, soft_wrap=False, width=max(out.width, 100)))
-            return
-        with open(path, "w", encoding="utf-8") as fh:
-            render(doc, Console(file=fh, width=100, highlight=False, soft_wrap=False, color_system=None))
-        err.print(Text(f"wrote {path}", style="dim"))
-        return
-    import importlib
-
-    module = importlib.import_module(f"annotator.report.render_{fmt}")
-    _write_text(module.render(doc), path)
-
-
-def _write_text(text: str, path: str | None) -> None:
     if path is None:
-        sys.stdout.write(text)
+        if fmt == "terminal":
+            from annotator.report.render_terminal import render
+
+            render(doc, output.terminal_console(width=max(out.width, output.FILE_WIDTH)))
+        else:
+            sys.stdout.write(output.render_text(doc, fmt))
         return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        _fail(f"{path}: cannot write: {exc.strerror or exc}")
+    text = output.render_text(doc, fmt)
+    with output.atomic_file(path) as fh:
+        fh.write(text)
     err.print(Text(f"wrote {path}", style="dim"))
 
 
@@ -646,7 +618,7 @@ def _write_text(text: str, path: str | None) -> None:
               help="Whose labels: a person, run:<id>, an imported set (mad-llm, mad-human-2), consensus"
                    " (majority of the people who marked a trajectory done) or consensus:alice,bob.")
 @click.option("--by", default="system,model", show_default=True, help="Grouping columns (system, model, benchmark).")
-@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
@@ -657,11 +629,11 @@ def _write_text(text: str, path: str | None) -> None:
               help="People who labelled an audit sample of the source (a person, consensus, an imported set):"
                    " adds the judge's estimates corrected by prediction-powered inference.")
 @click.option("--audit-sample", metavar="TAG", help="The audit sample (default: the newest drawn from the source).")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audit_sample, system, model, benchmark,
-               outcome, since, until, tag, taxonomy_path):
+def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audit_sample, flt, taxonomy_path):
     """Which failure modes the trajectories show, per system and model, and which predict failure.
 
     Counts only the trajectories the label source finished and says how many were left out
@@ -679,15 +651,10 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
       mast report --source run:3 --audit alice     # judge corrected by alice's blind audit (PPI)
     """
     from annotator.report.document import build_report
-    from annotator.report.frame import GROUP_COLUMNS
 
-    columns = tuple(c.strip() for c in by.split(",") if c.strip())
-    unknown = [c for c in columns if c not in GROUP_COLUMNS]
-    if unknown:
-        _fail(f"--by: unknown column(s) {', '.join(unknown)}; choose from {', '.join(GROUP_COLUMNS)}")
     doc = build_report(
-        _open(ctx), source, _taxonomy(taxonomy_path), _filters(system, model, benchmark, outcome, since, until, tag),
-        by=columns, seed=seed, replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
+        _open(ctx), source, _taxonomy(taxonomy_path), flt, by=tuple(_sources((by,))), seed=seed,
+        replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
         audit=audit, audit_sample=audit_sample,
     )
     _emit(doc, fmt, output)
@@ -697,18 +664,18 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
 @click.option("--source", "-s", "sources", multiple=True, required=True,
               help="A label source (repeat, or comma-separated): person, run:<id>, imported set, consensus.")
 @click.option("--reference", "-r", help="The source the others are scored against (precision, recall, F1, κ).")
-@click.option("--format", "fmt", type=click.Choice(_REPORT_FORMATS), default="terminal", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--bootstrap", "replicates", type=click.IntRange(0), default=1000, show_default=True,
               help="Bootstrap replicates over trajectories (0 = no intervals).")
 @click.option("--tolerance", "-k", type=click.IntRange(0), default=3, show_default=True,
               help="Onsets within this many steps count as agreeing.")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolerance, system, model, benchmark,
-                  outcome, since, until, tag, taxonomy_path):
+def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolerance, flt, taxonomy_path):
     """How well two or more label sources agree, over the trajectories all of them finished.
 
     Per mode and pooled: observed, positive and negative agreement, prevalence, Cohen's κ and
@@ -727,9 +694,7 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
     from annotator.report.agreement_report import build_agreement
 
     doc = build_agreement(
-        _open(ctx), _sources(sources), _taxonomy(taxonomy_path),
-        _filters(system, model, benchmark, outcome, since, until, tag),
-        reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
+        _open(ctx), _sources(sources), _taxonomy(taxonomy_path), flt, reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
     )
     _emit(doc, fmt, output)
 
@@ -741,10 +706,11 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
               show_default=True, help="Long JSONL or CSV (one row per trajectory × mode × source), wide CSV"
                                       " (trajectory × mode 0/1), or MAD-style JSON (mast_annotation).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
-@_filter_options
+@_filter_options()
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, since, until, tag, taxonomy_path):
+def export_cmd(ctx, sources, fmt, output, flt, taxonomy_path):
     """Export the labels a report counts, to recompute every number elsewhere.
 
     Only each source's finished trajectories are exported. `mast import` reads the JSONL
@@ -757,21 +723,14 @@ def export_cmd(ctx, sources, fmt, output, system, model, benchmark, outcome, sin
       mast export -s run:3 --format mad-json -o judge_mad.json
     """
     from annotator.report.export import write_export
+    from annotator.report.output import atomic_file
 
     db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
-    filters = _filters(system, model, benchmark, outcome, since, until, tag)
     if output is None:
-        write_export(db, fmt, _sources(sources), taxonomy, sys.stdout, filters)
+        write_export(db, fmt, _sources(sources), taxonomy, sys.stdout, flt)
         return
-    partial = Path(output + ".partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="") as fh:
-            write_export(db, fmt, _sources(sources), taxonomy, fh, filters)
-        partial.replace(output)
-    except OSError as exc:
-        _fail(f"{output}: cannot write: {exc.strerror or exc}")
-    finally:
-        partial.unlink(missing_ok=True)
+    with atomic_file(output) as fh:
+        write_export(db, fmt, _sources(sources), taxonomy, fh, flt)
     err.print(Text(f"wrote {output}", style="dim"))
 
 
@@ -807,9 +766,11 @@ def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benc
     """
     from annotator.report.sampling import draw
 
-    sample, _ = draw(_open(ctx), source, size, tag, _taxonomy(taxonomy_path),
-                     _filters(system, model, benchmark, outcome, None, None, None),
-                     stratify=stratify, mode=mode, seed=seed)
+    from annotator.views import TrajectoryFilter
+
+    flt = TrajectoryFilter(system=system, model=model, benchmark=benchmark, outcome=outcome)
+    sample, _ = draw(_open(ctx), source, size, tag, _taxonomy(taxonomy_path), flt, stratify=stratify, mode=mode,
+                     seed=seed)
     design = f"stratified by {sample.stratify}, equal allocation" if sample.stratify else "simple random"
     out.print(Text(f"sample {sample.tag}: {sample.size} of the {sample.population} trajectories {source} finished"
                    f" ({design}, seed {sample.seed})", style="bold"), soft_wrap=True)

@@ -8,9 +8,9 @@ reaching into SQL: the store fills these models, everyone else reads them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from annotator.models import Outcome
 
@@ -62,18 +62,29 @@ class SearchHit(BaseModel):
 
 
 class TrajectoryFilter(BaseModel):
-    """Which trajectories a listing selects; every field left None selects everything."""
+    """Which trajectories a command works on: the one filter of ``list``, ``prelabel``,
+    ``report``, ``agreement``, ``export`` and the queue. Every field left None selects everything."""
 
-    ids: Sequence[str] | None = None
-    system: str | None = None
-    model: str | None = None
-    benchmark: str | None = None
-    outcome: Outcome | None = None
-    source_format: str | None = None
+    ids: Sequence[str] | None = Field(None, description="Only these trajectory ids.")
+    system: str | None = Field(None, description="Only trajectories of this system (MAS).")
+    model: str | None = Field(None, description="Only trajectories driven by this model (never the judge's).")
+    benchmark: str | None = Field(None, description="Only trajectories from this benchmark.")
+    outcome: Outcome | None = Field(None, description="Only this outcome.")
+    source_format: str | None = Field(None, description="Only trajectories imported with this format.")
+    since: datetime | None = Field(None, description="Only trajectories imported at or after this time.")
+    until: datetime | None = Field(None, description="Only trajectories imported before this time.")
+    tag: str | None = Field(None, description="Only trajectories with this tag: a value of their metadata 'tags'"
+                                              " list, or the name of an audit sample (`mast sample`).")
     search: str | None = Field(None, description="Full-text query over step content.")
     review_status: str | None = Field(None, description="Status for `annotator` (not_started counts none).")
-    annotator: str | None = None
-    imported_after: datetime | None = None
-    imported_before: datetime | None = None
-    tag: str | None = Field(None, description="A value the trajectory's metadata 'tags' list holds, or an audit"
-                                              " sample's tag.")
+    annotator: str | None = Field(None, description="Whose review status `review_status` means.")
+
+    @field_validator("since", "until")
+    @classmethod
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        """A time without a zone is UTC, the zone every stored timestamp is in."""
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+    def active(self) -> dict[str, str]:
+        """The restrictions in force, as text (what a report says it was filtered by)."""
+        return {k: str(v) for k, v in self.model_dump(exclude_none=True).items()}

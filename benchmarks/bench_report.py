@@ -90,7 +90,7 @@ def round_trip(which: str) -> None:
     """Time one step of the export/import round trip in this process and print its figures."""
     from annotator.importers.importing import import_paths
     from annotator.report.export import write_export
-    from annotator.report.frame import Filters
+    from annotator.views import TrajectoryFilter
     from annotator.store import open_db
     from annotator.taxonomy import load_taxonomy
 
@@ -104,7 +104,7 @@ def round_trip(which: str) -> None:
     start, cpu_start = time.perf_counter(), _cpu()
     if which == "export":
         with EXPORT_PATH.open("w", encoding="utf-8") as fh:
-            write_export(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, Filters(system="AG2"))
+            write_export(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, TrajectoryFilter(system="AG2"))
         with EXPORT_PATH.open("rb") as fh:
             detail = f"{sum(1 for _ in fh):,} rows, {EXPORT_PATH.stat().st_size / 1e6:.0f} MB"
     else:

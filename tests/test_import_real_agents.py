@@ -79,7 +79,7 @@ def test_claude_code_2_1_progress_lines_are_not_steps():
 def test_claude_code_2_0_task_skips_the_clear_command(tmp_path):
     """After ``/clear`` a 2.0 session opens with the caveat, the command echo and its empty output
     (line shapes as Claude Code 2.0.x writes them); the task is the request typed after them."""
-    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/work/app",
+    base = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
             "sessionId": "84fcacde-6b20-49dd-9d9f-9de98138ac24", "version": "2.0.76", "gitBranch": "main",
             "type": "user", "timestamp": "2026-01-02T19:18:31.028Z"}
     lines = [
@@ -282,3 +282,23 @@ def test_stirrup_bad_history_is_one_clear_error(tmp_path, groups):
     path.write_text(json.dumps({"history": groups, "finish_params": None}))
     with pytest.raises(ImportFailure):
         list(Stirrup().read(path, ImportOptions()))
+
+
+def test_mini_swe_agent_v2_format_error_feedback_is_the_environment(tmp_path):
+    """mini-swe-agent 2 marks the feedback it sends after a rejected turn with
+    ``extra.interrupt_type: FormatError`` (its ``default.py``)."""
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "Please solve this issue: fix the failing test"},
+        {"role": "assistant", "content": "Looking.", "extra": {"actions": []}},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 actions.",
+         "extra": {"interrupt_type": "FormatError"}},
+    ]
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"info": {"mini_version": "2.0.0", "exit_status": "LimitsExceeded"},
+                                "messages": messages, "trajectory_format": "mini-swe-agent-1.1"}))
+    [rec] = _read(path)
+    steps = rec.trajectory.steps
+    assert not any(s.kind in ("tool_call", "tool_result") for s in steps)
+    assert steps[-1].agent == "environment" and steps[-1].attributes == {"format_error": True}
+    assert rec.trajectory.outcome == "failure"

@@ -18,11 +18,16 @@ def _read(fmt: str, path: Path):
     return [rec.trajectory for rec in registry()[fmt].read(path, ImportOptions())]
 
 
-def test_benchmarks_record_with_v1_history_is_read_as_v1():
-    path = FIXTURES / "benchmarks_v1_output.jsonl"
-    record = orjson.loads(path.read_bytes())
+def _record(name: str):
+    """An output.jsonl fixture of one record: the record as written, and its trajectory (detected)."""
+    path = FIXTURES / name
     assert detect(path).name == "openhands"
     [traj] = _read("openhands", path)
+    return orjson.loads(path.read_bytes()), traj
+
+
+def test_benchmarks_record_with_v1_history_is_read_as_v1():
+    record, traj = _record("benchmarks_v1_output.jsonl")
     assert traj.model == "litellm_proxy/minimax-m2.7"
     assert traj.task == record["instruction"]
     actions = [e for e in record["history"] if e["kind"] == "ActionEvent"]
@@ -69,10 +74,7 @@ def test_any_file_of_the_conversation_imports_the_whole_folder(db):
 
 
 def test_resolver_output_record():
-    path = FIXTURES / "resolver_output.jsonl"
-    record = orjson.loads(path.read_bytes())
-    assert detect(path).name == "openhands"
-    [traj] = _read("openhands", path)
+    record, traj = _record("resolver_output.jsonl")
     assert traj.title == "neubig/pr-viewer#5: Add MIT license"
     assert traj.task == record["instruction"] and traj.steps[0].content == record["instruction"]
     assert (traj.steps[0].kind, traj.steps[0].agent) == ("message", "user")

@@ -8,7 +8,7 @@ from tests.report_data import MODES, add_trajectory, known_prevalence_db, label_
 from annotator.errors import NotFound
 from annotator.models import LabelRun
 from annotator.report.document import build_report
-from annotator.report.frame import Filters
+from annotator.views import TrajectoryFilter
 from annotator.store.review import set_review
 from annotator.store.runs import create_run
 from annotator.taxonomy import load_taxonomy
@@ -65,7 +65,7 @@ def test_left_out_trajectories_are_counted_with_reasons(known_db):
     label_all(known_db, "p00", "alice", {"FM-1.1"}, done=False)
     set_review(known_db, "p00", "alice", "in_progress")
     add_trajectory(known_db, "n00")
-    doc = build_report(known_db, "alice", TAX, replicates=0, filters=Filters(system="S1"))
+    doc = build_report(known_db, "alice", TAX, replicates=0, filters=TrajectoryFilter(system="S1"))
     counts = doc.header["counts"]
     assert counts["trajectories_counted"] == 15
     assert counts["left_out"] == {"outside the filters": 15, "not finished by the source": 2}
@@ -114,7 +114,7 @@ def test_tag_filter_and_unknown_source(db):
     add_trajectory(db, "b")
     for t in ("a", "b"):
         label_all(db, t, "alice", {"FM-1.1"})
-    doc = build_report(db, "alice", TAX, replicates=0, filters=Filters(tag="pilot"))
+    doc = build_report(db, "alice", TAX, replicates=0, filters=TrajectoryFilter(tag="pilot"))
     assert doc.header["counts"]["trajectories_counted"] == 1
     with pytest.raises(NotFound, match="sources with labels: alice"):
         build_report(db, "nobody", TAX)

@@ -52,7 +52,7 @@ def test_agreement_and_export_of_a_rules_run(db_path, sample_db, tmp_path):
 
 
 def test_a_report_over_no_trajectories_does_not_crash(sample_db):
-    from annotator.report.frame import Filters
+    from annotator.views import TrajectoryFilter
 
-    doc = build_report(sample_db, "mad-human-1", load_taxonomy(), Filters(system="no such system"), replicates=20)
+    doc = build_report(sample_db, "mad-human-1", load_taxonomy(), TrajectoryFilter(system="no such system"), replicates=20)
     assert doc.header["counts"]["trajectories_counted"] == 0

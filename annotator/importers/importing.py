@@ -8,6 +8,7 @@ while the other files of the same command still import.
 from __future__ import annotations
 
 import glob
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,11 @@ class FileResult:
         return self.ledger.warning_lines()
 
 
+#: Why a walked file no importer recognises is skipped; every other skip is a file another takes in.
+NOT_A_TRAJECTORY = "not a trajectory"
+PART_OF_ANOTHER = "part of another file"
+
+
 @dataclass
 class ImportSummary:
     """Totals over all files of one import command."""
@@ -73,6 +79,13 @@ class ImportSummary:
 
     def total(self, attr: str) -> int:
         return sum(getattr(f, attr) for f in self.files)
+
+    def skipped(self) -> list[tuple[str, int]]:
+        """How many files were skipped, by reason: not a trajectory, or part of another file
+        (each of those names the file that takes it in; the summary counts them together)."""
+        reasons = Counter(NOT_A_TRAJECTORY if f.skipped == NOT_A_TRAJECTORY else PART_OF_ANOTHER
+                          for f in self.files if f.skipped)
+        return sorted(reasons.items(), reverse=True)
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -153,7 +166,7 @@ def import_file(
     head: Head | None = None
     misfit = False  # a forced --format the file does not look like
     if walked and path.name.lower() in _SKIP_NAMES:
-        result.skipped = "not a trajectory"
+        result.skipped = NOT_A_TRAJECTORY
         return result
     try:
         if not path.exists():
@@ -189,7 +202,7 @@ def import_file(
     except UnknownFormat as exc:
         if walked:
             result.unsupported = unsupported(head) if head is not None else None
-            result.skipped = None if result.unsupported else "not a trajectory"
+            result.skipped = None if result.unsupported else NOT_A_TRAJECTORY
         else:
             result.error = str(exc)
     except AnnotatorError as exc:

@@ -20,7 +20,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
-from annotator.models import LABEL_EXPORT_FORMAT, Label, Trajectory
+from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION, Label, Trajectory
 from annotator.store.report_tables import LABEL_FIELDS
 from annotator.store.steps import STUB_HASH
 
@@ -54,6 +54,19 @@ def _reject(path: Path, row: object, lineno: int) -> None:
     raise ImportFailure(str(path), f"not a mast label export row (format {row.get('format')!r})", where)
 
 
+def _refuse_version(path: Path, version: object, lineno: int) -> None:
+    """Refuse an export row of another schema version: a newer release's fields may mean
+    something else, so they are never read as if they were this release's."""
+    newer = isinstance(version, int) and version > SCHEMA_VERSION
+    raise ImportFailure(
+        str(path),
+        f"label export of schema version {version!r}"
+        + (" (written by a newer release)" if newer else " (no such version)")
+        + f"; this release reads schema version {SCHEMA_VERSION}" + (": upgrade mast-annotator to import it" if newer else ""),
+        f"line {lineno}",
+    )
+
+
 class MastExport(Importer):
     name = "mast_export"
     description = "labels exported by `mast export --format jsonl` (restores the same labels)"
@@ -74,6 +87,8 @@ class MastExport(Importer):
             # The checks of every row are inlined: a large export has hundreds of thousands.
             if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
                 _reject(path, row, lineno)
+            if row.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+                _refuse_version(path, row["schema_version"], lineno)
             try:
                 if current is None or current.trajectory.id != row["trajectory_id"]:
                     done, current = current, _stub(row, path, opts)

@@ -89,8 +89,8 @@ def message_steps(messages: list, path: Path) -> StepList:
             attrs = {"exit_code": as_int(code)} if as_int(code) is not None else {}
             out.add(id=sid, kind="tool_result", role=role, agent="environment", content=text, tool_name=call.tool_name,
                     call_id=call.call_id, attributes=attrs, raw=raw)
-        elif rejected and role in ("user", "tool"):
-            rejected = False
+        elif (rejected or extra.get("interrupt_type") == "FormatError") and role in ("user", "tool"):
+            rejected = False  # v2 marks the feedback itself with extra.interrupt_type
             out.add(id=sid, kind="message", role=role, agent="environment", content=text, raw=raw,
                     attributes={"format_error": True})
         else:

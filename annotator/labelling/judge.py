@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError
@@ -48,6 +48,11 @@ class BudgetExhausted(LabellingError):
     """The next request would take the run over ``--max-cost``: the run stops cleanly."""
 
 
+#: The judge's temperature when none is given: deterministic for one vote, varied for several.
+SINGLE_VOTE_TEMPERATURE = 0.0
+VOTING_TEMPERATURE = 0.7
+
+
 class JudgeSettings(BaseModel):
     """How the judge is asked: recorded in the run's parameters."""
 
@@ -57,10 +62,21 @@ class JudgeSettings(BaseModel):
     base_url: str | None = None
     prompt: PromptName = "structured"
     samples: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(
+        None, ge=0, le=2, validate_default=True,  # type: ignore[arg-type]  (None: chosen from samples)
+        description=f"Sampling temperature; unset, {SINGLE_VOTE_TEMPERATURE} for one vote per model and"
+        f" {VOTING_TEMPERATURE} when several samples vote (identical answers would make a vote pointless).",
+    )
     max_input_tokens: int = Field(60_000, ge=500)
     max_output_tokens: int | None = None
     repairs: int = Field(1, ge=0)
+
+    @field_validator("temperature", mode="before")
+    @classmethod
+    def _default_temperature(cls, value: float | None, info: ValidationInfo) -> float:
+        if value is not None:
+            return value
+        return VOTING_TEMPERATURE if info.data.get("samples", 1) > 1 else SINGLE_VOTE_TEMPERATURE
 
 
 class PlannedRequest(BaseModel):

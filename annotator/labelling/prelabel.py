@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError
@@ -24,8 +24,9 @@ from annotator.labelling.prompts import prompt_hash
 from annotator.labelling.rules import DETECTORS, RulesLabeller
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, dry_run, run_labeller
 from annotator.labelling.windows import TokenCounter
-from annotator.models import LabelRun, Outcome
+from annotator.models import LabelRun
 from annotator.settings import DEFAULT_API_KEY_ENV
+from annotator.store.requests import RunItem, run_items
 from annotator.store.runs import create_run, get_run, update_run
 from annotator.store.trajectories import list_trajectories, resolve_id
 from annotator.taxonomy import Taxonomy, load_taxonomy
@@ -38,11 +39,9 @@ class PrelabelOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     labeller: Literal["llm", "rules"] = "llm"
-    ids: list[str] | None = None
-    system: str | None = None
-    source_model: str | None = None
-    benchmark: str | None = None
-    outcome: Outcome | None = None
+    trajectories: TrajectoryFilter = Field(
+        default_factory=TrajectoryFilter, description="Which trajectories: the filter every command shares."
+    )
     limit: int | None = Field(None, ge=1)
     judge: JudgeSettings | None = None
     definitions_path: str | None = None
@@ -57,6 +56,22 @@ class PrelabelOptions(BaseModel):
     poll_seconds: float = Field(30.0, gt=0)
     taxonomy_path: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _filter_of_older_runs(cls, data: object) -> object:
+        """Runs recorded before the shared filter kept its fields at the top level (the
+        trajectory model as ``source_model``): read them into ``trajectories`` so they resume."""
+        if isinstance(data, dict) and _LEGACY_FILTER.keys() & data.keys():
+            data = dict(data)
+            legacy = {new: data.pop(old) for old, new in _LEGACY_FILTER.items() if old in data}
+            data["trajectories"] = {**data.get("trajectories", {}), **{k: v for k, v in legacy.items() if v is not None}}
+        return data
+
+
+#: Top-level options of runs recorded before ``trajectories``, and the filter field each became.
+_LEGACY_FILTER = {"ids": "ids", "system": "system", "source_model": "model", "benchmark": "benchmark",
+                  "outcome": "outcome"}
+
 
 def endpoint_host(base_url: str | None) -> str:
     """Host (and port) of the endpoint: all a run records of where it sent requests."""
@@ -68,9 +83,9 @@ def endpoint_host(base_url: str | None) -> str:
 
 def select(db: Database, opts: PrelabelOptions) -> list[str]:
     """The ids of the trajectories the options select, in a stable order."""
-    ids = [resolve_id(db, ref) for ref in opts.ids] if opts.ids else None
-    flt = TrajectoryFilter(ids=ids, system=opts.system, model=opts.source_model, benchmark=opts.benchmark,
-                           outcome=opts.outcome)
+    flt = opts.trajectories
+    if flt.ids:
+        flt = flt.model_copy(update={"ids": [resolve_id(db, ref) for ref in flt.ids]})
     chosen = [t.id for t in list_trajectories(db, flt)]
     return chosen[: opts.limit] if opts.limit else chosen
 
@@ -160,6 +175,11 @@ def resume_run(db: Database, run_id: int, *, api_key: str | None) -> tuple[Label
     run = get_run(db, run_id).model_copy(update={"status": "running", "finished_at": None})
     update_run(db, run)
     return run, opts
+
+
+def failures(db: Database, run: LabelRun, limit: int = 20) -> list[RunItem]:
+    """The first ``limit`` trajectories the run failed on, with why (what a summary lists)."""
+    return run_items(db, run.id, "failed")[:limit]
 
 
 async def execute(

@@ -21,10 +21,11 @@ from annotator.report import agreement as ag
 from annotator.report import bootstrap
 from annotator.report.anchoring import anchoring_section
 from annotator.report.document import header
-from annotator.report.frame import Filters, Frame, build
+from annotator.report.frame import Frame, build
 from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 ONSET_TOLERANCES = (0, 1, 2, 3, 4, 5)
 AC1_NOTE = ("AC1: Gwet's (2008) chance-corrected agreement; its chance term 2π(1 − π) stays small for a rare"
@@ -274,7 +275,7 @@ def build_agreement(
     db: Database,
     sources: list[str],
     taxonomy: Taxonomy,
-    filters: Filters | None = None,
+    filters: TrajectoryFilter | None = None,
     reference: str | None = None,
     seed: int = 0,
     replicates: int = 1000,

@@ -17,11 +17,12 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator.report import bootstrap
-from annotator.report.frame import Filters, build
+from annotator.report.frame import build
 from annotator.report.tables import Section, Table, num
 from annotator.store.review import blind_reviews
 from annotator.store.suggestions import seen_suggestions
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 COLUMNS = ["person", "reviews_blind", "reviews_sighted", "reviews_unrecorded", "agreement_blind",
            "agreement_sighted", "diff_pp_sighted_minus_blind", "diff_ci_low_pp", "diff_ci_high_pp"]
@@ -30,7 +31,7 @@ SUGGESTION_COLUMNS = ["person", "suggestions_seen", "accepted_unchanged", "accep
 
 
 def _review_terms(db: Database, judge: str, person: str, taxonomy: Taxonomy,
-                  filters: Filters | None) -> tuple[np.ndarray, int]:
+                  filters: TrajectoryFilter | None) -> tuple[np.ndarray, int]:
     """Per review the person finished on a trajectory the judge finished: (agreeing cells, decided
     cells) counted as blind or sighted, as four columns; and the reviews with no record."""
     frame = build(db, [judge, person], taxonomy, filters)
@@ -72,7 +73,7 @@ def _suggestion_row(db: Database, judge: str, person: str) -> dict:
             "share_accepted_unchanged": num(unchanged / len(seen)) if seen else None}
 
 
-def anchoring_section(db: Database, judge: str, people: list[str], taxonomy: Taxonomy, filters: Filters | None,
+def anchoring_section(db: Database, judge: str, people: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None,
                       replicates: int, seed: int) -> Section:
     """Agreement with ``judge`` blind vs with its suggestions in view, per person and pooled."""
     per_person = {p: _review_terms(db, judge, p, taxonomy, filters) for p in people}

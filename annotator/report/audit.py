@@ -23,11 +23,12 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 
 from annotator.errors import ReportError
 from annotator.report import ppi
-from annotator.report.frame import FAILED, SUCCEEDED, Filters, Frame, build
+from annotator.report.frame import FAILED, SUCCEEDED, Frame, build
 from annotator.report.prevalence import wilson
 from annotator.report.tables import Finding, Section, Table, num
 from annotator.store.samples import Sample, get_sample, latest_sample, sample_items
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 ESTIMATE_COLUMNS = ["n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human", "human_ci_low",
                     "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "n_effective", "lambda"]
@@ -215,7 +216,7 @@ def findings(audit: str, n: int, big_n: int, prevalence: list[dict], mean_failed
     return out
 
 
-def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, filters: Filters | None,
+def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, filters: TrajectoryFilter | None,
                   by: tuple[str, ...], sample_tag: str | None = None) -> tuple[Section, dict, list[Finding]]:
     """The judge-corrected section of a report over ``source``, audited by ``audit``, what the
     header says about the audit, and the key findings it adds."""

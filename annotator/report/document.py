@@ -14,12 +14,14 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator import __version__
+from annotator.errors import ReportError
 from annotator.label_sources import SourceKind
 from annotator.report import bootstrap, comparisons, cooccurrence, findings, onsets, predictors, prevalence
 from annotator.report.audit import audit_section
-from annotator.report.frame import FAILED, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Filters, Frame, build
+from annotator.report.frame import FAILED, GROUP_COLUMNS, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 #: Rows of the per-trajectory table shown by the terminal, Markdown and HTML renderings.
 DISPLAY_ROWS = 50
@@ -105,7 +107,7 @@ def build_report(
     db: Database,
     source: str,
     taxonomy: Taxonomy,
-    filters: Filters | None = None,
+    filters: TrajectoryFilter | None = None,
     by: tuple[str, ...] = ("system", "model"),
     seed: int = 0,
     replicates: int = 1000,
@@ -113,8 +115,12 @@ def build_report(
     audit: str | None = None,
     audit_sample: str | None = None,
 ) -> Document:
-    """The full report over one label source; with ``audit`` (the people who checked a sample of
-    it), also its estimates corrected by prediction-powered inference."""
+    """The full report over one label source, grouped ``by`` columns of GROUP_COLUMNS; with
+    ``audit`` (the people who checked a sample of it), also its estimates corrected by
+    prediction-powered inference."""
+    unknown = [c for c in by if c not in GROUP_COLUMNS]
+    if unknown:
+        raise ReportError(f"unknown column(s) {', '.join(unknown)} to group by; choose from {', '.join(GROUP_COLUMNS)}")
     frame = build(db, [source], taxonomy, filters)
     lab = frame.labels[source]
     present, known = lab.present, lab.known

@@ -23,9 +23,10 @@ from sqlite_utils import Database
 from annotator.errors import ReportError
 from annotator.label_sources import is_stored
 from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
-from annotator.report.frame import OUTCOME_NAMES, Filters, Frame, build
+from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
 FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
@@ -38,7 +39,7 @@ LONG_COLUMNS = [
 ]
 
 
-def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None) -> list[Frame]:
+def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> list[Frame]:
     if not all(is_stored(s) for s in sources):
         raise ReportError("consensus is computed, not stored: export its members' labels and report over"
                           " consensus:<names> on the import")
@@ -59,7 +60,7 @@ def _none(value: str) -> str | None:
     return None if value == "-" else value
 
 
-def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
     """One dict per (trajectory, mode, source) verdict, in trajectory order (the sources of a
     trajectory together, so an import reads one trajectory at a time)."""
     streams = [_source_rows(db, frame, taxonomy) for frame in _frames(db, sources, taxonomy, filters)]
@@ -78,7 +79,7 @@ def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dic
                **_trajectory_fields(frame, i)}
 
 
-def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> Iterator[dict]:
+def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
     """One dict per (trajectory, source): 1/0 per mode, None where the source left a cell undecided."""
     for frame in _frames(db, sources, taxonomy, filters):
         name = next(iter(frame.labels))
@@ -90,7 +91,7 @@ def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Fil
             yield row
 
 
-def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> list[dict]:
+def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> list[dict]:
     """MAD-style records: ``mast_annotation`` keyed by bare codes, one record per trajectory and source."""
     codes = {m.id: m.code for m in taxonomy.modes}
     out = []
@@ -112,7 +113,7 @@ def _cell(value: object) -> object:
 
 
 def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
-                 filters: Filters | None = None) -> None:
+                 filters: TrajectoryFilter | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
         for r in long_rows(db, sources, taxonomy, filters):
@@ -135,7 +136,7 @@ def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy,
         w.writerow([_cell(r.get(c)) for c in columns])
 
 
-def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: Filters | None = None) -> str:
+def render(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> str:
     """The export as one string (small exports and tests); :func:`write_export` streams."""
     buf = io.StringIO()
     write_export(db, fmt, sources, taxonomy, buf, filters)

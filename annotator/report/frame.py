@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
-from pydantic import BaseModel, Field
 from sqlite_utils import Database
 
 from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
@@ -30,21 +28,6 @@ OUTCOME_NAMES = {FAILED: "failure", SUCCEEDED: "success", UNKNOWN: "unknown"}
 GROUP_COLUMNS = ("system", "model", "benchmark")
 
 
-class Filters(BaseModel):
-    """Which trajectories a report or agreement considers (None = no restriction)."""
-
-    system: str | None = None
-    model: str | None = None
-    benchmark: str | None = None
-    outcome: str | None = None
-    since: datetime | None = Field(None, description="Imported at or after.")
-    until: datetime | None = Field(None, description="Imported before.")
-    tag: str | None = Field(None, description="A value of the trajectory's metadata 'tags' list.")
-
-    def active(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.model_dump().items() if v is not None}
-
-
 @dataclass
 class Frame:
     """Trajectories (rows) × modes (columns) for one or more label sources."""
@@ -57,7 +40,7 @@ class Frame:
     n_steps: np.ndarray
     tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
     labels: dict[str, SourceLabels]
-    filters: Filters
+    filters: TrajectoryFilter
     excluded: Counter = field(default_factory=Counter)
     n_total: int = 0
     #: The modes (columns) reported on: the codebook's modes every source covers.
@@ -84,21 +67,12 @@ def _object(values: list) -> np.ndarray:
 
 
 def build(
-    db: Database, source_names: list[str], taxonomy: Taxonomy, filters: Filters | None = None
+    db: Database, source_names: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None
 ) -> Frame:
     """The frame over the trajectories that pass ``filters`` and that every source finished."""
-    filters = filters or Filters()
+    filters = filters or TrajectoryFilter()
     sources: list[Source] = [resolve(db, name) for name in source_names]
-    flt = TrajectoryFilter(
-        system=filters.system,
-        model=filters.model,
-        benchmark=filters.benchmark,
-        outcome=filters.outcome,
-        imported_after=filters.since,
-        imported_before=filters.until,
-        tag=filters.tag,
-    )
-    rows = report_tables.trajectory_rows(db, flt)
+    rows = report_tables.trajectory_rows(db, filters)
     n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(rows):

@@ -18,9 +18,10 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.models import utcnow
-from annotator.report.frame import OUTCOME_NAMES, Filters, build
+from annotator.report.frame import OUTCOME_NAMES, build
 from annotator.store.samples import Sample, SampleItem, save_sample
 from annotator.taxonomy import Taxonomy
+from annotator.views import TrajectoryFilter
 
 Stratify = Literal["verdict", "outcome", "system"]
 STRATIFY: tuple[str, ...] = Stratify.__args__  # type: ignore[attr-defined]
@@ -55,7 +56,7 @@ def draw(
     size: int,
     tag: str,
     taxonomy: Taxonomy,
-    filters: Filters | None = None,
+    filters: TrajectoryFilter | None = None,
     *,
     stratify: Stratify | None = None,
     mode: str | None = None,

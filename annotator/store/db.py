@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from annotator import __version__
 from annotator.errors import StoreError
 from annotator.store.schema import MIGRATIONS
 
@@ -41,11 +42,25 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         conn.execute("PRAGMA foreign_keys = ON")
         db = sqlite_utils.Database(conn)
+        _refuse_newer_schema(db, path)
         with write(db):
             MIGRATIONS.apply(db)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot open database: {exc}") from exc
     return db
+
+
+def _refuse_newer_schema(db: sqlite_utils.Database, path: Path) -> None:
+    """A database a newer release has migrated is refused before anything is written: this
+    release would read tables whose meaning changed, and write rows the newer one misreads."""
+    known = [m.name for m in MIGRATIONS._migrations]
+    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in known]
+    if unknown:
+        db.conn.close()
+        raise StoreError(
+            f"{path}: migrated by a newer release of mast-annotator (migration {', '.join(unknown)});"
+            f" this release, {__version__}, knows migrations up to {known[-1]}: upgrade to open it"
+        )
 
 
 def data_version(db: sqlite_utils.Database) -> int:

@@ -178,12 +178,12 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
         ids = list(flt.ids)
         where.append(f"t.id IN ({', '.join('?' for _ in ids)})" if ids else "0")
         params.extend(ids)
-    if flt.imported_after is not None:
+    if flt.since is not None:
         where.append("t.imported_at >= ?")
-        params.append(flt.imported_after.isoformat())
-    if flt.imported_before is not None:
+        params.append(flt.since.isoformat())
+    if flt.until is not None:
         where.append("t.imported_at < ?")
-        params.append(flt.imported_before.isoformat())
+        params.append(flt.until.isoformat())
     if flt.search:
         where.append(
             "t.id IN (SELECT s.trajectory_id FROM steps s JOIN steps_fts f ON f.rowid = s.rowid"

@@ -133,9 +133,12 @@ class ReplayScreen(Screen[None]):
         """Another process wrote (a tag of someone else, a run's suggestions): redraw the labels.
 
         The cursor, the replay position and the step view stay as they are; the panel and the
-        step list's marks are redrawn only where what they show changed.
+        step list's marks are redrawn only where what they show changed. A screen whose widgets
+        are not there (still composing, or being torn down as the app exits) draws nothing: its
+        ``on_mount`` reads the labels anyway.
         """
-        self._refresh_labels()
+        if self.query(TaxonomyPanel):
+            self._refresh_labels()
 
     def _move(self, index: int) -> None:
         if self.n_steps == 0:
