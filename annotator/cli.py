@@ -7,6 +7,7 @@ AnnotatorError and leave as one line on stderr with a non-zero exit code.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -15,17 +16,17 @@ from typing import Any
 
 import click
 import orjson
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from annotator import __version__
-from annotator.errors import AnnotatorError
+from annotator.errors import AnnotatorError, database_trouble
 from annotator.report.output import REPORT_FORMATS
+from annotator.text import inert_console, json_text
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = inert_console(soft_wrap=False)
+err = inert_console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -34,7 +35,11 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Render core errors as one clear line and a non-zero exit instead of a traceback."""
+    """Render core errors as one clear line and a non-zero exit instead of a traceback.
+
+    A database that cannot be read (damaged pages, a file that is not a database) fails in
+    whatever query meets it first; that too is one line naming the file and what to do.
+    """
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -42,6 +47,8 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except AnnotatorError as exc:
             _fail(str(exc))
+        except sqlite3.DatabaseError as exc:
+            _fail(database_trouble(_settings(click.get_current_context()).db, exc))
 
     return wrapper
 
@@ -138,7 +145,7 @@ def main(ctx: click.Context, db: str) -> None:
 @click.option("--model", help="Set the model of every imported trajectory.")
 @click.option("--benchmark", help="Set the benchmark of every imported trajectory.")
 @click.option("--skip-bad-lines", is_flag=True, help="JSONL: skip malformed lines (counted) instead of failing the file.")
-@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this.")
+@click.option("--max-size", type=int, default=None, metavar="BYTES", help="Refuse files larger than this, and zip archives that inflate to more.")
 @click.option("--strict", is_flag=True, help="Fail a file with any warning (unknown record kinds, unnamed tool calls ...).")
 @click.option(
     "--ground-truth",
@@ -267,7 +274,7 @@ def list_cmd(ctx, flt, status, annotator, search, as_json):
     rows = list_trajectories(_open(ctx), flt)
     if as_json:
         for r in rows:
-            sys.stdout.write(orjson.dumps(r.model_dump(mode="json", exclude={"metadata", "task"})).decode() + "\n")
+            sys.stdout.write(json_text(r.model_dump(mode="json", exclude={"metadata", "task"})) + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
     # Widths that keep every column legible at 100 columns; the title takes what is left.
@@ -308,13 +315,13 @@ def show_cmd(ctx, trajectory, step, limit, raw):
     """
     from annotator.store import steps as sq
     from annotator.store import trajectories as tq
-    from annotator.text import plain_header, plain_step
+    from annotator.text import inert, plain_header, plain_step
 
     db = _open(ctx)
     traj_id = tq.resolve_id(db, trajectory)
     if raw:
         t = tq.get_trajectory(db, traj_id, with_steps=False, with_raw=True)
-        sys.stdout.write((t.raw or b"").decode("utf-8", "replace") + "\n")
+        sys.stdout.write(inert((t.raw or b"").decode("utf-8", "replace")) + "\n")
         return
     summary = tq.get_summary(db, traj_id)
     write = sys.stdout.write
@@ -357,7 +364,7 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
     tax = _taxonomy(taxonomy_path)
     if as_json:
         data = tax.model_dump(mode="json") | {"version_hash": tax.version_hash}
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(json_text(data, orjson.OPT_INDENT_2) + "\n")
         return
     out.print(Text(f"{tax.name} ({tax.version}), version hash {tax.version_hash}", style="bold"))
     out.print(Text(tax.citation, style="dim"))
@@ -581,7 +588,11 @@ def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
     settings = _settings(ctx)
-    make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, tag=tag).run()
+    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, tag=tag)
+    app.run()
+    if app.store_trouble:
+        _fail(app.store_trouble)
+    sys.exit(app.return_code or 0)
 
 
 # ---- reports: report / agreement / export

@@ -37,7 +37,15 @@ class AmbiguousFormat(ImportFailure):
 
 
 class StoreError(AnnotatorError):
-    """The database cannot be opened, migrated or written."""
+    """The database cannot be opened, migrated or written.
+
+    ``reason`` is the message without the file's name, for a front end that shows it beside
+    the database it has open (the message names the file for everyone else).
+    """
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class NotFound(AnnotatorError):
@@ -50,3 +58,32 @@ class LabellingError(AnnotatorError):
 
 class ReportError(AnnotatorError):
     """A report or agreement cannot be computed from the selected labels."""
+
+
+#: What to tell the user for each kind of database trouble, by a fragment of SQLite's message.
+_ADVICE = (
+    ("readonly", "the database is read-only, nothing was written: make it writable or use a copy"),
+    ("disk is full", "the disk is full, nothing was written: free some space and try again"),
+    ("could not decode", "the database is damaged (text that is not UTF-8): restore it from a backup"
+                         " or rebuild it with `sqlite3 FILE .recover`"),
+    ("malformed", "the database is damaged: restore it from a backup or rebuild it with `sqlite3 FILE .recover`"),
+    ("not a database", "cannot open database: the file is not an SQLite database, or is damaged beyond reading"),
+    ("disk i/o error", "the disk failed to read or write, nothing was written: check the disk and its free space"),
+    ("unable to open", "the database file cannot be opened: check that it and its folder are readable and writable"),
+    ("locked", "another process kept the database locked, nothing was written: try again"),
+)
+
+
+def database_trouble(path: object, exc: BaseException) -> str:
+    """One line naming the database file, what went wrong and what to do about it, for an error
+    of SQLite itself (read-only file, full disk, damaged pages); front ends show it as it is."""
+    return f"{path}: {trouble_reason(exc)}" if path else trouble_reason(exc)
+
+
+def trouble_reason(exc: BaseException) -> str:
+    """What went wrong with the database and what to do, with SQLite's own words in brackets."""
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    for fragment, advice in _ADVICE:
+        if fragment in message.lower():
+            return f"{advice} ({message})"
+    return f"database error: {message}"

@@ -1,19 +1,30 @@
-"""Hostile text made inert, and the plain-text forms of trajectories built on it (terminals, prompts).
+"""Hostile text made inert, and the plain-text forms of trajectories built on it (terminals, prompts, spreadsheets).
 
 Trajectory content is written by models and tools. Before it reaches a terminal, every
 control character except newline and tab is replaced by a visible escape (``\\x1b``), so an
 ANSI sequence in a step is shown, never executed. Rich/Textual markup is never parsed here:
-this module returns plain strings.
+this module returns plain strings, and :func:`inert_console` is the one console every
+command line output goes through (markup off, every printed segment made inert). Cells
+written for spreadsheets go through :func:`spreadsheet_cell`, so that a title such as
+``=HYPERLINK(...)`` stays text.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+import orjson
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.segment import Segment
 
 from annotator.models import Step
 from annotator.views import TrajectorySummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: What JSON may carry raw inside a string although a terminal acts on it: DEL and the C1 controls
+#: (U+009B is a one-character CSI). JSON escapes the others itself.
+_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f]")
 
 KIND_ICONS = {
     "message": "💬",
@@ -36,6 +47,64 @@ def inert(text: str) -> str:
     """``text`` with terminal control characters shown as escapes instead of acted upon."""
     text = text.replace("\r\n", "\n")
     return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+
+
+#: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): a leading
+#: ``=``, ``+``, ``-`` or ``@``, or a tab or carriage return before one of them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as the text it is.
+
+    A string that a spreadsheet would evaluate gets a leading ``'`` (OWASP's recommendation;
+    the quote is shown by no spreadsheet and tells a reader the cell was neutralised), and
+    control characters are made visible as in a terminal. Numbers are left alone, so a
+    negative estimate stays a number; the JSON and JSONL forms keep every value exact.
+    """
+    if not isinstance(value, str):
+        return value
+    return "'" + inert(value) if value.startswith(_FORMULA_START) else inert(value)
+
+
+class _Inert:
+    """A renderable drawn as usual, with the text of every segment made inert."""
+
+    def __init__(self, renderable: RenderableType):
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.renderable, options):
+            # Control segments are Rich's own cursor moves (a progress bar redrawing itself).
+            yield segment if segment.control else Segment(inert(segment.text), segment.style)
+
+
+class _InertHook(RenderHook):
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [_Inert(r) for r in renderables]
+
+
+def inert_console(**options: Any) -> Console:
+    """A Rich console whose output carries no escape sequence or markup from the data.
+
+    Markup and emoji codes are off, so a string printed or put in a table is shown as written
+    (``[@click=app.quit]`` stays text), and a render hook makes the text of every segment
+    inert, so an escape sequence in a title or a file name is shown as ``\\x1b`` whoever built
+    the renderable. Only Rich's own styling reaches the terminal as escape sequences.
+    """
+    console = Console(markup=False, emoji=False, highlight=False, **options)
+    console.push_render_hook(_InertHook())
+    return console
+
+
+def json_text(data: Any, option: int = 0) -> str:
+    """``data`` as JSON (orjson, with its ``option`` flags) that carries no raw control character.
+
+    The value is exactly what orjson writes: DEL and the C1 controls, which JSON allows raw,
+    are written as ``\\u`` escapes, so the JSON printed to a terminal cannot drive it.
+    """
+    text = orjson.dumps(data, option=option).decode()
+    return _JSON_RAW_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
 
 
 def one_line(text: str, width: int = 120) -> str:

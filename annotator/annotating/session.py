@@ -240,11 +240,12 @@ class AnnotationSession:
         """Record every untagged mode as absent and the trajectory as done; returns those modes."""
         absent = self.untagged_modes()
         previous = self.status()
-        ids = label_store.add_labels(
-            self.db, [self._label(m, verdict="absent", onset_step=None) for m in absent]
-        )
-        review.set_review(self.db, self.trajectory_id, self.annotator, "done", add_seconds=self._elapsed(),
-                          blind=self.blind)
+        with write(self.db):  # the absent verdicts and "done" together, or neither
+            ids = label_store.add_labels(
+                self.db, [self._label(m, verdict="absent", onset_step=None) for m in absent]
+            )
+            review.set_review(self.db, self.trajectory_id, self.annotator, "done", add_seconds=self._elapsed(),
+                              blind=self.blind)
         self._undo.append(_Undo("marked done", ids, previous))
         return absent
 
@@ -273,7 +274,7 @@ class AnnotationSession:
         """Withdraw the last action's rows (and restore the review status or decision it changed)."""
         if not self._undo:
             raise NothingToUndo("nothing to undo")
-        action = self._undo.pop()
+        action = self._undo[-1]
         with write(self.db):
             for label_id in reversed(action.label_ids):
                 label_store.retract(self.db, label_id, self.annotator)
@@ -282,6 +283,7 @@ class AnnotationSession:
                                   blind=self.blind)
             if action.decision is not None:
                 label_store.record_decision(self.db, action.decision[0], self.annotator, action.decision[1])
+        self._undo.pop()  # only once undone: a refused undo can be made again
         return action.description
 
     def close(self) -> None:
@@ -314,8 +316,10 @@ class AnnotationSession:
         return {"id": None, "created_at": utcnow(), "taxonomy_hash": self.taxonomy.version_hash, **changes}
 
     def _commit(self, description: str, new: list[Label]) -> None:
-        self._start()
-        self._undo.append(_Undo(description, label_store.add_labels(self.db, new)))
+        with write(self.db):  # one transaction: refused, it leaves nothing behind to retry over
+            self._start()
+            ids = label_store.add_labels(self.db, new)
+        self._undo.append(_Undo(description, ids))
 
     def _start(self) -> None:
         if self.status() == "not_started":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,13 @@ from annotator.importers.base import ImportOptions
 HEAD_BYTES = 64 * 1024
 PARSE_BYTES = 512 * 1024
 JSONL_LINES = 50
+#: JSON nested deeper than this is refused: no trajectory nests so deep, and an incremental parse
+#: of it costs memory in the square of the depth (10^5 levels, 200 KB, would take gigabytes).
+MAX_NESTING = 1000
+#: A zip archive that inflates more than ``ZIP_RATIO`` times its size, to over ``ZIP_FLOOR``
+#: bytes, is refused from its directory before anything is inflated (JSON logs inflate 5-20x).
+ZIP_RATIO = 100
+ZIP_FLOOR = 64 * 1024 * 1024
 #: The longest first line read to tell JSON Lines from a JSON document.
 FIRST_LINE_BYTES = 64 * 1024 * 1024
 ATTRIBUTE_KEYS = 2000
@@ -115,10 +123,11 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
     if raw.startswith(b"PK\x03\x04"):
         try:
             with zipfile.ZipFile(path) as zf:
-                members = zf.namelist()
+                infos = zf.infolist()
         except zipfile.BadZipFile as exc:
             raise ImportFailure(str(path), f"broken zip archive: {exc}") from exc
-        return Head(path=path, size=size, kind="zip", zip_members=members)
+        _check_inflated(path, size, sum(i.file_size for i in infos), opts)
+        return Head(path=path, size=size, kind="zip", zip_members=[i.filename for i in infos])
     if b"\x00" in raw:
         raise UnknownFormat(str(path), "binary file (contains NUL bytes), not a trajectory")
     text = decode_utf8(path, raw, complete=size <= HEAD_BYTES)
@@ -127,6 +136,9 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
         lines = _jsonl_head(path, len(text.encode()) - len(stripped.encode()))
         if lines is not None:
             return Head(path=path, size=size, kind="jsonl", text=text, lines=lines)
+        with path.open("rb") as fh:
+            if nesting(fh.read(PARSE_BYTES)) > MAX_NESTING:
+                raise ImportFailure(str(path), f"JSON nested deeper than {MAX_NESTING:,} levels: refused")
         head = Head(path=path, size=size, kind="json", text=text)
         try:
             _json_shape(path, head)
@@ -140,6 +152,34 @@ def read_head(path: Path, opts: ImportOptions | None = None) -> Head:
 
 #: Suffixes that promise JSON: a parse error in such a file is reported, never read as a log.
 _JSON_SUFFIXES = {".json", ".jsonl", ".ndjson", ".traj", ".eval"}
+
+
+def _check_inflated(path: Path, size: int, inflated: int, opts: ImportOptions) -> None:
+    """Refuse a zip archive, from the sizes its directory declares (reading a member never inflates
+    past its declared size), that would inflate over the limit or like a zip bomb."""
+    if inflated > opts.max_bytes:
+        raise ImportFailure(str(path), f"zip archive inflates to {inflated:,} bytes, over the import limit of"
+                                       f" {opts.max_bytes:,} bytes (--max-size)")
+    if inflated > ZIP_FLOOR and inflated > ZIP_RATIO * size:
+        raise ImportFailure(str(path), f"zip archive would inflate {inflated // size:,}-fold, to {inflated:,} bytes:"
+                                       " refused as a zip bomb")
+
+
+#: JSON strings (their brackets do not nest) and every byte that is not a bracket.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting(data: bytes) -> int:
+    """How deep the JSON text ``data`` nests (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for b in _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
+        if b in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 def _log_not_json(path: Path) -> bool:

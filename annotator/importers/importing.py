@@ -1,29 +1,34 @@
-"""Importing files into the store: path expansion, detection, one transaction per file, a summary.
+"""Importing files into the store: path expansion, detection, each file whole or not at all, a summary.
 
-A file is imported whole or not at all: its records are streamed into one write transaction
-that is rolled back on the first error, so a bad record never leaves half a file behind,
-while the other files of the same command still import.
+A file is imported whole or not at all: its records are streamed into the store in short
+transactions, unseen until the last record is in, then published at once (``store.staging``);
+on the first error what the file wrote is discarded, so a bad record never leaves half a file
+behind, while the other files of the same command still import. Writing in short
+transactions is what lets annotators tag while a large file imports: their writes wait for a
+fraction of a second, not for the file.
 """
 
 from __future__ import annotations
 
 import glob
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING
 
-from annotator.errors import AnnotatorError, ImportFailure, UnknownFormat
+from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
 from annotator.importers.accounting import Ledger, check
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, record_values, source_labels_hash
 from annotator.importers.detect import Head, read_head, unsupported
 from annotator.importers.registry import detect, dir_importer, registry
-from annotator.store.attributions import save_attribution
-from annotator.store.db import write
+from annotator.models import Attribution
+from annotator.store import staging
+from annotator.store.db import Batches
 from annotator.store.label_merge import new_or_changed
-from annotator.store.labels import add_labels
-from annotator.store.trajectories import save_stubs, save_trajectory
+from annotator.store.trajectories import save_stubs
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -199,6 +204,8 @@ def import_file(
                 raise
             raise ImportFailure(str(path), f"not {importer.name} input: {importer.mismatch(head)}"
                                            f" (reading it as one: {exc.reason})") from exc
+    except StoreError:
+        raise  # the database itself is in trouble: no other file would import either
     except UnknownFormat as exc:
         if walked:
             result.unsupported = unsupported(head) if head is not None else None
@@ -216,40 +223,17 @@ def import_file(
 
 
 def _read_into(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult) -> None:
-    """Stream the file's records into one transaction (rolled back on the first error)."""
-    with write(db), record_values(path):
-        stubs: list[ImportedRecord] = []
-        held = 0  # labels in ``stubs``
-        for rec in importer.read(path, opts):
-            if not rec.stub:
-                check(rec.trajectory, rec.ledger)
-            if opts.strict and rec.ledger.warnings:
-                raise _strict_failure(path, rec)
-            if rec.stub:
-                stubs.append(rec)
-                held += len(rec.labels)
-                if held >= STUB_BATCH_LABELS:
-                    _merge_stubs(db, stubs, result)
-                    held = 0
-                continue
-            _merge_stubs(db, stubs, result)
-            held = 0
-            rec.trajectory.content_hash = source_labels_hash(rec)
-            status = save_trajectory(db, rec.trajectory)
-            result.trajectory_ids.append(rec.trajectory.id)
-            setattr(result, status, getattr(result, status) + 1)
-            if status != "unchanged":
-                result.ledger.merge(rec.ledger)
-                add_labels(db, rec.labels)
-                result.labels += len(rec.labels)
-                for att in rec.attributions:
-                    save_attribution(db, att)
-        _merge_stubs(db, stubs, result)
-        result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+    """Stream the file's records in unseen, then publish them at once; on an error, discard them."""
+    token = staging.start(db, str(path))
+    try:
+        _stage_file(db, path, importer, opts, result, token)
+    except BaseException:
+        _discard(db, token)
+        raise
 
 
 def _nothing_written(result: FileResult) -> None:
-    """Clear the counts of a file whose transaction was rolled back."""
+    """Clear the counts of a file whose staged rows were discarded."""
     result.imported = result.updated = result.unchanged = result.labels = 0
     result.trajectory_ids = []
     result.ledger = Ledger()
@@ -263,19 +247,78 @@ def _strict_failure(path: Path, rec: ImportedRecord) -> ImportFailure:
     return ImportFailure(str(path), f"--strict: {kind}: {message}{more}", where=rec.trajectory.source_ref)
 
 
-def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult) -> None:
-    """Save the placeholder trajectories whose ids are new; add those of their labels not already
+#: Seconds of parsing between two records beyond which the transaction is committed before
+#: the next record is read, so that parsing never holds the write lock.
+PARSE_S = 0.02
+
+
+def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult,
+                token: str) -> None:
+    """Write the file's records unseen in short transactions, then publish them at once."""
+    replaced: dict[str, str] = {}  # shadow id: the id of the changed trajectory it replaces
+    attributions: list[Attribution] = []
+    with Batches(db) as batches, record_values(path):
+        stubs: list[ImportedRecord] = []
+        held = 0  # labels in ``stubs``
+        clock = monotonic()
+        for rec in importer.read(path, opts):
+            parsed_s = monotonic() - clock
+            if not rec.stub:
+                check(rec.trajectory, rec.ledger)
+            if opts.strict and rec.ledger.warnings:
+                raise _strict_failure(path, rec)
+            batches.begin()
+            if rec.stub:
+                stubs.append(rec)
+                held += len(rec.labels)
+                if held >= STUB_BATCH_LABELS:
+                    _merge_stubs(db, stubs, result, token)
+                    held = 0
+            else:
+                _merge_stubs(db, stubs, result, token)
+                held = 0
+                rec.trajectory.content_hash = source_labels_hash(rec)
+                status, shadow = staging.stage_trajectory(db, rec.trajectory, token, batches)
+                if shadow is not None:
+                    replaced[shadow] = rec.trajectory.id
+                result.trajectory_ids.append(rec.trajectory.id)
+                setattr(result, status, getattr(result, status) + 1)
+                if status != "unchanged":
+                    result.ledger.merge(rec.ledger)
+                    result.labels += staging.stage_labels(db, token, rec.labels)
+                    attributions.extend(rec.attributions)
+            if parsed_s > PARSE_S:
+                batches.commit()  # the next record may take as long to parse: not with the lock held
+            else:
+                batches.point()
+            clock = monotonic()
+        batches.begin()
+        _merge_stubs(db, stubs, result, token)
+        result.skipped_lines = list(opts.extra.get("skipped_lines", []))
+    staging.publish(db, token, list(replaced.items()), attributions)
+
+
+def _discard(db: Database, token: str) -> None:
+    """Remove what a failed file staged. Should that fail too (the database is read-only, full or
+    damaged), the rows stay unseen, and the next import discards them once this process is gone."""
+    try:
+        staging.discard(db, token)
+    except (AnnotatorError, sqlite3.Error):
+        return
+
+
+def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult, token: str) -> None:
+    """Stage the placeholder trajectories whose ids are new, and those of their labels not already
     current. Many at once (a label export has tens of thousands); ``stubs`` is emptied."""
     if not stubs:
         return
-    for rec, status in zip(stubs, save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs]), strict=True):
+    saved = save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs], pending=token)
+    for rec, status in zip(stubs, saved, strict=True):
         result.trajectory_ids.append(rec.trajectory.id)
         setattr(result, status, getattr(result, status) + 1)
         if status != "unchanged":
             result.ledger.merge(rec.ledger)
-    labels = new_or_changed(db, [lab for rec in stubs for lab in rec.labels])
-    add_labels(db, labels)
-    result.labels += len(labels)
+    result.labels += staging.stage_labels(db, token, new_or_changed(db, [lab for rec in stubs for lab in rec.labels]))
     stubs.clear()
 
 
@@ -299,6 +342,7 @@ def import_planned(
 ) -> ImportSummary:
     """Import the files of a :func:`plan_imports` plan; one result per file, in order."""
     summary = ImportSummary()
+    staging.discard_abandoned(db)
     # What importers derive from the options alone (a parsed ground-truth folder), shared by the
     #: files of this import so it is worked out once; each file still gets its own ``extra``.
     shared: dict = {}

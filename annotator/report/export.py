@@ -6,7 +6,8 @@ trajectory fields a report groups by (system, model, benchmark, outcome, number 
 every number of a report can be recomputed from the export alone; ``mast import`` reads the
 JSONL back (format ``mast_export``) and restores the same labels. The MAD form writes
 ``mast_annotation`` dicts keyed by bare codes ("1.1" … "3.3") so results flow back into MAST's
-own tooling; an undecided cell is null there.
+own tooling; an undecided cell is null there. CSV cells that a spreadsheet would run as a
+formula get a leading ``'`` (``text.spreadsheet_cell``); the JSONL keeps every value exact.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
+from annotator.text import json_text, spreadsheet_cell
 from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
@@ -105,11 +107,12 @@ def mad_records(db: Database, sources: list[str], taxonomy: Taxonomy, filters: T
 
 
 def _cell(value: object) -> object:
+    """A CSV cell: empty for None, JSON for lists and dicts, neutralised for spreadsheets."""
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return orjson.dumps(value).decode()
-    return value
+        value = orjson.dumps(value).decode()
+    return spreadsheet_cell(value)
 
 
 def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
@@ -117,10 +120,10 @@ def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy,
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
         for r in long_rows(db, sources, taxonomy, filters):
-            out.write(orjson.dumps(r).decode() + "\n")
+            out.write(json_text(r) + "\n")
         return
     if fmt == "mad-json":
-        out.write(orjson.dumps(mad_records(db, sources, taxonomy, filters), option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")
         return
     if fmt == "csv":
         columns, rows = LONG_COLUMNS, long_rows(db, sources, taxonomy, filters)

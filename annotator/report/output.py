@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from rich.console import Console
 
 from annotator.errors import ReportError
+from annotator.text import inert_console
 
 if TYPE_CHECKING:  # the CLI reads REPORT_FORMATS at start-up, before any table exists
     from annotator.report.tables import Document
@@ -28,10 +29,11 @@ FILE_WIDTH = 100
 
 
 def terminal_console(file: TextIO | None = None, width: int = FILE_WIDTH) -> Console:
-    """The console a report is drawn on: plain text, never markup; colour only on a terminal."""
+    """The console a report is drawn on: plain text, never markup, every segment inert
+    (``text.inert_console``); colour only on a terminal."""
     if file is None:
-        return Console(highlight=False, soft_wrap=False, width=width)
-    return Console(file=file, width=width, highlight=False, soft_wrap=False, color_system=None)
+        return inert_console(soft_wrap=False, width=width)
+    return inert_console(file=file, width=width, soft_wrap=False, color_system=None)
 
 
 def render_text(doc: Document, fmt: str) -> str:

@@ -3,7 +3,7 @@
 Long format keeps every table of a document in one file that spreadsheet and dataframe tools
 read directly (pivot on table/column); header fields are written as table "header". Every
 value of a record is written, including those the rendered tables do not show (the JSON has
-the same).
+the same). Text cells are neutralised for spreadsheets (see ``text.spreadsheet_cell``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
+from annotator.text import spreadsheet_cell
 from annotator.report.tables import Document
 
 
@@ -34,11 +35,11 @@ def render(doc: Document) -> str:
     fields: list[tuple[str, object]] = []
     _flatten("", doc.header, fields)
     for key, value in fields:
-        w.writerow(["header", "", key, "" if value is None else value])
+        w.writerow(["header", "", spreadsheet_cell(key), "" if value is None else spreadsheet_cell(value)])
     for section in doc.sections:
         for table in section.tables:
             for i, rec in enumerate(table.records):
                 for col in [*table.columns, *(k for k in rec if k not in table.columns)]:
                     v = rec.get(col)
-                    w.writerow([table.name, i, col, "" if v is None else v])
+                    w.writerow([table.name, i, spreadsheet_cell(col), "" if v is None else spreadsheet_cell(v)])
     return buf.getvalue()

@@ -1,7 +1,8 @@
 """HTML rendering: one self-contained file (inline CSS and SVG, no scripts, no external assets).
 
 Jinja2 with autoescape on: every value, including trajectory titles and system names written
-by the data, is escaped, so a ``<script>`` in a trajectory shows as text.
+by the data, is escaped, so a ``<script>`` in a trajectory shows as text; control characters
+(an escape sequence in a title) are shown as ``\\x1b`` rather than written raw.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
+from annotator.text import inert
 from annotator.report.charts import charts
 from annotator.report.formatting import (
     FINDINGS_TITLE,
@@ -29,6 +32,7 @@ _ENV = Environment(
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=lambda value: inert(value) if isinstance(value, str) and not isinstance(value, Markup) else value,
 )
 
 

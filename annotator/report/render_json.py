@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import orjson
 
+from annotator.text import json_text
 from annotator.report.tables import Document
 
 
 def render(doc: Document) -> str:
-    return orjson.dumps(doc.as_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+    return json_text(doc.as_dict(), orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + "\n"

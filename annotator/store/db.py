@@ -1,13 +1,22 @@
 """Opening the database: the connection settings that make concurrent annotators safe.
 
-WAL lets readers and one writer work at once (two annotators in one file); the busy timeout
-turns a momentary lock into a short wait instead of a "database is locked" error; writes
-start with BEGIN IMMEDIATE so two writers queue up instead of deadlocking on a lock upgrade.
+WAL lets readers and one writer work at once (two annotators in one file), and readers never
+wait for the writer: opening a database whose schema is current takes no lock, so ``mast
+list`` or a report runs while an import writes. Writes start with BEGIN IMMEDIATE so two
+writers queue up instead of deadlocking on a lock upgrade; a writer waiting for the lock looks
+every few milliseconds (SQLite's own busy handler sleeps up to 100 ms between looks and can
+miss the moment a long writer lets go), and long writers (imports, pre-labelling) hold the lock
+for a fraction of a second at a time through :class:`Batches`, so a tag waits for them about
+that long, never for a whole import.
+
+Errors of the database itself (read-only file, full disk, damaged pages) become a
+``StoreError`` that names the file and says what to do (``errors.database_trouble``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,20 +24,46 @@ from pathlib import Path
 import sqlite_utils
 
 from annotator import __version__
-from annotator.errors import StoreError
+from annotator.errors import StoreError, database_trouble, trouble_reason
 from annotator.store.schema import MIGRATIONS
 
 #: Seconds a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 30.0
+
+#: Seconds a long writer keeps one transaction open before committing and letting others in.
+HOLD_S = 0.25
+
+#: Seconds a long writer leaves the lock free after committing a batch: several times the
+#: interval at which a waiting writer looks, so that it gets in.
+GAP_S = 0.02
+
+#: How often (seconds) a writer waiting for the lock tries again.
+_POLL_S = 0.002
 
 #: Page cache in KiB (SQLite's default is 2 MB). An import writes steps and their full-text
 #: index in one transaction per file; with the default cache the FTS segments and b-tree pages
 #: are flushed and re-read constantly, and a MAD-sized import takes twice as long.
 CACHE_KIB = 64 * 1024
 
+def _refused(db: sqlite_utils.Database, exc: sqlite3.DatabaseError) -> StoreError:
+    """The ``StoreError`` a write ends in: the file, why, what to do; nothing of it was written."""
+    try:
+        path = db.conn.execute("PRAGMA database_list").fetchone()[2] or None
+    except sqlite3.Error:
+        path = None
+    if "locked" in str(exc):
+        reason = f"the database stayed locked by another process for {BUSY_TIMEOUT_S:g} s, nothing was written: try again"
+    else:
+        reason = trouble_reason(exc)
+    return StoreError(f"{path}: {reason}" if path else reason, reason)
+
 
 def open_db(path: str | Path) -> sqlite_utils.Database:
-    """Open (creating if needed) and migrate the database at ``path``; the only way in."""
+    """Open (creating if needed) and migrate the database at ``path``; the only way in.
+
+    Migrations that are due run in one write transaction; a database already at the latest
+    schema is only read, so opening it never waits for another process's write.
+    """
     path = Path(path)
     if path.exists() and path.is_dir():
         raise StoreError(f"{path}: is a directory, not a database file")
@@ -37,16 +72,18 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         conn.execute("PRAGMA foreign_keys = ON")
         db = sqlite_utils.Database(conn)
         _refuse_newer_schema(db, path)
-        with write(db):
-            MIGRATIONS.apply(db)
+        if MIGRATIONS.pending(db):
+            with write(db):
+                MIGRATIONS.apply(db)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: cannot open database: {exc}") from exc
+        raise StoreError(database_trouble(path, exc)) from exc
     return db
 
 
@@ -73,26 +110,99 @@ def data_version(db: sqlite_utils.Database) -> int:
     return db.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
+def _begin(db: sqlite_utils.Database) -> None:
+    """BEGIN IMMEDIATE, trying again every few milliseconds until ``BUSY_TIMEOUT_S`` has passed;
+    a ``StoreError`` if the lock never came (or the file cannot be written at all)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    db.conn.execute("PRAGMA busy_timeout = 1")
+    try:
+        while True:
+            try:
+                db.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise _refused(db, exc) from exc
+            time.sleep(_POLL_S)
+    finally:
+        db.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def _commit(db: sqlite_utils.Database) -> None:
+    """COMMIT; if the disk refuses it, roll back and say so (a ``StoreError``)."""
+    try:
+        db.conn.commit()
+    except sqlite3.DatabaseError as exc:
+        db.conn.rollback()
+        raise _refused(db, exc) from exc
+
+
 @contextmanager
 def write(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     """One write transaction: all of it is committed, or none of it.
 
     Nested use joins the outer transaction (through a savepoint), so store functions can be
-    composed into one atomic unit such as "import this file". A lock held by another process
-    beyond the busy timeout is a ``StoreError`` (shown as a message, not a crash).
+    composed into one atomic unit. A lock held by another process beyond the busy timeout, a
+    read-only file, a full disk or a damaged page is a ``StoreError`` naming the file (shown as
+    a message, not a crash), and nothing of the transaction is written.
     """
     if db.conn.in_transaction:
         with db.atomic():
             yield db
         return
-    try:
-        db.conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:  # another writer kept the lock past the busy timeout
-        raise StoreError(f"the database stayed locked by another process for {BUSY_TIMEOUT_S:.0f} s; nothing was written") from exc
+    _begin(db)
     try:
         yield db
+    except sqlite3.DatabaseError as exc:
+        db.conn.rollback()
+        raise _refused(db, exc) from exc
     except BaseException:
         db.conn.rollback()
         raise
-    else:
-        db.conn.commit()
+    _commit(db)
+
+
+class Batches:
+    """A long write cut into short transactions, so that other writers wait a fraction of a second.
+
+    ``with Batches(db) as batches:`` opens the first transaction; ``batches.point()``, called
+    between two pieces of work that may be committed apart, commits once the transaction has
+    been open ``HOLD_S`` and begins the next after a short gap; ``batches.commit()`` commits now
+    (before work that needs no lock, such as parsing the next record) and ``batches.begin()``
+    opens the next. Leaving the block commits; an error rolls back the open transaction only,
+    so whatever must appear at once is made visible by the caller in one last short
+    transaction (an import publishes its file that way) and discarded by it on failure.
+    """
+
+    def __init__(self, db: sqlite_utils.Database):
+        self.db = db
+        self._since = 0.0
+
+    def __enter__(self) -> Batches:
+        self.begin()
+        return self
+
+    def begin(self) -> None:
+        """Open a transaction unless one is open."""
+        if not self.db.conn.in_transaction:
+            _begin(self.db)
+            self._since = time.monotonic()
+
+    def point(self) -> None:
+        """Commit and let other writers in if this transaction has been open long enough."""
+        if not self.db.conn.in_transaction:
+            self.begin()
+        elif time.monotonic() - self._since >= HOLD_S:
+            self.commit()
+            time.sleep(GAP_S)
+            self.begin()
+
+    def commit(self) -> None:
+        if self.db.conn.in_transaction:
+            _commit(self.db)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        elif self.db.conn.in_transaction:
+            self.db.conn.rollback()

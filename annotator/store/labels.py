@@ -22,7 +22,8 @@ _COLS = select(Label)
 _DECODE = json_columns("evidence_steps", "extra")
 
 
-def _row(label: Label) -> tuple:
+def label_row(label: Label) -> tuple:
+    """The stored columns of ``label`` in ``LABEL_COLUMNS`` order."""
     return (
         SCHEMA_VERSION,
         label.trajectory_id,
@@ -45,15 +46,16 @@ def _row(label: Label) -> tuple:
     )
 
 
-_INSERT = (
-    "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
-    " evidence_steps, quote, note, rationale, confidence, provenance, run_id, grounded,"
-    " taxonomy_hash, retracts, extra, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: The columns a label is written with (``pending_labels`` has the same, for imports in progress).
+LABEL_COLUMNS = (
+    "schema_version, trajectory_id, mode_id, annotator, verdict, onset_step, evidence_steps, quote, note,"
+    " rationale, confidence, provenance, run_id, grounded, taxonomy_hash, retracts, extra, created_at"
 )
+_INSERT = f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES ({', '.join('?' for _ in LABEL_COLUMNS.split(','))})"
 
 
 def _insert(db: Database, label: Label) -> int:
-    return db.execute(_INSERT, _row(label)).lastrowid
+    return db.execute(_INSERT, label_row(label)).lastrowid
 
 
 def add_label(db: Database, label: Label) -> int:
@@ -74,7 +76,7 @@ def add_labels(db: Database, labels: Iterable[Label]) -> list[int]:
         return []
     with write(db):
         before = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
-        db.conn.executemany(_INSERT, [_row(label) for label in labels])
+        db.conn.executemany(_INSERT, [label_row(label) for label in labels])
         make_current(db, before)
         return [r[0] for r in db.execute("SELECT id FROM labels WHERE id > ? ORDER BY id", [before])]
 

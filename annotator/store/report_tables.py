@@ -70,7 +70,7 @@ def step_agents(db: Database, cells: Sequence[tuple[str, int]]) -> dict[tuple[st
 
 
 def count_trajectories(db: Database) -> int:
-    return db.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+    return db.execute("SELECT count(*) FROM trajectories WHERE pending IS NULL").fetchone()[0]
 
 
 def verdict_rows(

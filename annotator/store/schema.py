@@ -278,8 +278,59 @@ def _m004_report(db: Database) -> None:
     db.execute("DROP INDEX idx_label_state_annotator")
 
 
-@MIGRATIONS(name="005_audit_samples")
-def _m005_audit_samples(db: Database) -> None:
+@MIGRATIONS(name="005_short_imports")
+def _m005_short_imports(db: Database) -> None:
+    """Imports in short transactions, published at once.
+
+    An import held the write lock for the whole of a file (38 s for 122 MB), and a tag made
+    meanwhile waited until it gave up. Imports now write in batches of a fraction of a second
+    into rows nobody reads: ``trajectories.pending`` names the import that has not published a
+    row yet (every reader selects ``pending IS NULL``), ``pending_labels`` holds the file's
+    labels until then, and ``imports`` records which process each import belongs to, so the
+    rows of one killed mid-way can be found and discarded.
+    """
+    db.execute("ALTER TABLE trajectories ADD COLUMN pending TEXT")
+    db.execute("CREATE INDEX idx_trajectories_pending ON trajectories(pending) WHERE pending IS NOT NULL")
+    db.execute(
+        """
+        CREATE TABLE imports (
+            token TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            source TEXT,
+            started_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE pending_labels (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            token TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            trajectory_id TEXT NOT NULL,
+            mode_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            verdict TEXT,
+            onset_step INTEGER,
+            evidence_steps TEXT NOT NULL DEFAULT '[]',
+            quote TEXT,
+            note TEXT,
+            rationale TEXT,
+            confidence REAL,
+            provenance TEXT NOT NULL,
+            run_id INTEGER,
+            grounded INTEGER,
+            taxonomy_hash TEXT,
+            retracts INTEGER,
+            extra TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX idx_pending_labels_token ON pending_labels(token)")
+
+
+@MIGRATIONS(name="006_audit_samples")
+def _m006_audit_samples(db: Database) -> None:
     """Audit samples: which trajectories a judge labelled were chosen for people to check, how.
 
     A judge-corrected estimate is only as good as the sample behind it: the design (the label
@@ -316,8 +367,8 @@ def _m005_audit_samples(db: Database) -> None:
     db.execute("CREATE INDEX idx_sample_items_trajectory ON sample_items(trajectory_id)")
 
 
-@MIGRATIONS(name="006_blind_reviews")
-def _m006_blind_reviews(db: Database) -> None:
+@MIGRATIONS(name="007_blind_reviews")
+def _m007_blind_reviews(db: Database) -> None:
     """Whether a person worked blind: suggestions anchor people (automation bias).
 
     ``blind`` is 1 while every write to a review was made with suggestions, other people's

@@ -26,6 +26,7 @@ def search_steps(
     sql = (
         "SELECT s.trajectory_id, s.idx, snippet(steps_fts, 0, '«', '»', '…', 12) FROM steps_fts"
         " JOIN steps s ON s.rowid = steps_fts.rowid WHERE steps_fts MATCH ?"
+        " AND s.trajectory_id NOT IN (SELECT id FROM trajectories WHERE pending IS NOT NULL)"
     )
     params: list = [fts_query(text)]
     if trajectory_id is not None:

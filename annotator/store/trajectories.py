@@ -3,13 +3,15 @@
 A stub is stored as its row alone, with the original's number of steps and ``STUB_HASH`` as
 its content hash (so a real import of the same trajectory replaces it); ``store.steps``
 answers for its steps with placeholders. Steps are written here, with their trajectory, in
-one transaction; they are read through ``store.steps`` and searched through ``store.search``.
+one transaction (or, for an import, in short ones: ``store.staging``); they are read through
+``store.steps`` and searched through ``store.search``. Rows an import has not published yet
+(``pending`` set) are skipped by every reader here.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from sqlite_utils import Database
@@ -38,28 +40,62 @@ def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
     """
     with write(db):
         row = db.execute(
-            "SELECT content_hash FROM trajectories WHERE id = ?", [traj.id]
+            "SELECT content_hash FROM trajectories WHERE id = ? AND pending IS NULL", [traj.id]
         ).fetchone()
         if row is not None and row[0] == traj.content_hash:
             return "unchanged"
         if row is not None:
-            _delete_steps(db, traj.id)
-        values = _trajectory_values(traj, len(traj.steps))
-        # An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the foreign keys
-        # would cascade that delete to every label and review of the trajectory.
-        updates = ", ".join(f"{c} = excluded.{c}" for c in _TRAJECTORY_COLS if c != "id")
-        db.execute(f"{_INSERT_TRAJECTORY} ON CONFLICT (id) DO UPDATE SET {updates}", values)
-        db.conn.executemany(
-            "INSERT INTO steps (trajectory_id, idx, id, agent, role, recipient, kind, content, tool_name,"
-            " tool_args, call_id, link, parent, grp, timestamp, tokens_in, tokens_out, attributes, raw)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (_step_row(traj.id, s) for s in traj.steps),
-        )
-        db.execute(
-            "INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE trajectory_id = ?",
-            [traj.id],
-        )
+            delete_steps(db, traj.id)
+        upsert_trajectory(db, trajectory_values(traj, len(traj.steps)))
+        write_steps(db, traj.id, traj.steps)
     return "updated" if row is not None else "imported"
+
+
+#: Steps written per statement (and between two chances for a long writer to commit).
+STEP_CHUNK = 200
+
+
+def write_steps(db: Database, traj_id: str, steps: Sequence[Step], between: Callable[[], None] | None = None) -> None:
+    """Insert the steps of ``traj_id`` and their full-text rows, ``STEP_CHUNK`` at a time;
+    ``between`` runs after each chunk (where an import may commit and let others write)."""
+    for start in range(0, len(steps), STEP_CHUNK):
+        before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+        db.conn.executemany(_INSERT_STEP, (_step_row(traj_id, s) for s in steps[start:start + STEP_CHUNK]))
+        db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?", [before])
+        if between is not None:
+            between()
+
+
+_INSERT_STEP = (
+    "INSERT INTO steps (trajectory_id, idx, id, agent, role, recipient, kind, content, tool_name,"
+    " tool_args, call_id, link, parent, grp, timestamp, tokens_in, tokens_out, attributes, raw)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def upsert_trajectory(db: Database, values: list, pending: str | None = None) -> None:
+    """Insert or update a trajectories row (values in ``_TRAJECTORY_COLS`` order), ``pending``
+    naming the import that has not published it yet (None: visible).
+
+    An upsert, not INSERT OR REPLACE: a replace deletes the row first, and the foreign keys
+    would cascade that delete to every label and review of the trajectory.
+    """
+    updates = ", ".join(f"{c} = excluded.{c}" for c in (*_TRAJECTORY_COLS[1:], "pending"))
+    db.execute(f"{_INSERT_TRAJECTORY} ON CONFLICT (id) DO UPDATE SET {updates}", [*values, pending])
+
+
+def move_version(db: Database, source_id: str, traj_id: str) -> None:
+    """Replace trajectory ``traj_id``'s steps and fields by those of the row ``source_id`` (a new
+    version written aside), and drop that row; labels and reviews of ``traj_id`` stay."""
+    delete_steps(db, traj_id)
+    db.execute("UPDATE steps SET trajectory_id = ? WHERE trajectory_id = ?", [traj_id, source_id])
+    cols = ", ".join(_TRAJECTORY_COLS[1:])
+    db.execute(
+        f"UPDATE trajectories SET ({cols}) = (SELECT {cols} FROM trajectories WHERE id = ?), pending = NULL"
+        " WHERE id = ?",
+        [source_id, traj_id],
+    )
+    db.execute("DELETE FROM trajectories WHERE id = ?", [source_id])
 
 
 _TRAJECTORY_COLS = (
@@ -67,11 +103,12 @@ _TRAJECTORY_COLS = (
     "task", "outcome", "score", "metadata", "raw", "content_hash", "imported_at", "n_steps", "agents",
 )
 _INSERT_TRAJECTORY = (
-    f"INSERT INTO trajectories ({', '.join(_TRAJECTORY_COLS)}) VALUES ({', '.join('?' for _ in _TRAJECTORY_COLS)})"
+    f"INSERT INTO trajectories ({', '.join(_TRAJECTORY_COLS)}, pending)"
+    f" VALUES ({', '.join('?' for _ in _TRAJECTORY_COLS)}, ?)"
 )
 
 
-def _trajectory_values(traj: Trajectory, n_steps: int) -> list:
+def trajectory_values(traj: Trajectory, n_steps: int) -> list:
     """The trajectories row of ``traj``, in ``_TRAJECTORY_COLS`` order."""
     return [
         traj.id, traj.schema_version, traj.source_format, traj.source_path, traj.source_ref, traj.title,
@@ -81,14 +118,15 @@ def _trajectory_values(traj: Trajectory, n_steps: int) -> list:
     ]
 
 
-def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[SaveResult]:
+def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]], pending: str | None = None) -> list[SaveResult]:
     """Store (trajectory, original number of steps) stubs whose ids are new, with one executemany.
 
     A stub never replaces a stored trajectory (real or stub): those, and repeats of an id in
-    ``stubs``, are "unchanged". The result is one status per stub, in order.
+    ``stubs``, are "unchanged". The result is one status per stub, in order. ``pending`` is the
+    token of the import writing them unseen (see ``store.staging``).
     """
     with write(db):
-        known = set(existing_hashes(db, [t.id for t, _ in stubs]))
+        known = set(existing_hashes(db, [t.id for t, _ in stubs], pending))
         out: list[SaveResult] = []
         rows = []
         for traj, n_steps in stubs:
@@ -97,9 +135,9 @@ def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]]) -> list[Sa
                 continue
             known.add(traj.id)
             out.append("imported")
-            values = _trajectory_values(traj, n_steps)
+            values = trajectory_values(traj, n_steps)
             values[_TRAJECTORY_COLS.index("content_hash")] = STUB_HASH
-            rows.append(values)
+            rows.append([*values, pending])
         db.conn.executemany(_INSERT_TRAJECTORY, rows)
     return out
 
@@ -128,7 +166,7 @@ def _step_row(traj_id: str, s: Step) -> tuple:
     )
 
 
-def _delete_steps(db: Database, traj_id: str) -> None:
+def delete_steps(db: Database, traj_id: str) -> None:
     db.execute(
         "INSERT INTO steps_fts(steps_fts, rowid, content)"
         " SELECT 'delete', rowid, content FROM steps WHERE trajectory_id = ?",
@@ -137,15 +175,17 @@ def _delete_steps(db: Database, traj_id: str) -> None:
     db.execute("DELETE FROM steps WHERE trajectory_id = ?", [traj_id])
 
 
-def existing_hashes(db: Database, ids: Iterable[str]) -> dict[str, str]:
-    """Content hashes of the given ids that are already stored (for fast idempotent re-import)."""
+def existing_hashes(db: Database, ids: Iterable[str], pending: str | None = None) -> dict[str, str]:
+    """Content hashes of the given ids that are already stored (for fast idempotent re-import):
+    visible ones, and those the import ``pending`` has written so far."""
     ids = list(ids)
     out: dict[str, str] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ", ".join("?" for _ in chunk)
         for tid, h in db.execute(
-            f"SELECT id, content_hash FROM trajectories WHERE id IN ({marks})", chunk
+            f"SELECT id, content_hash FROM trajectories WHERE id IN ({marks}) AND (pending IS NULL OR pending = ?)",
+            [*chunk, pending],
         ).fetchall():
             out[tid] = h
     return out
@@ -159,15 +199,13 @@ def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list
     """Trajectories matching the filter, in a stable order (system, model, id)."""
     flt = flt or TrajectoryFilter()
     where, params = _where(flt)
-    sql = f"SELECT {_SUMMARY_COLS} FROM trajectories t"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
+    sql = f"SELECT {_SUMMARY_COLS} FROM trajectories t WHERE " + " AND ".join(where)
     sql += " ORDER BY coalesce(system, ''), coalesce(model, ''), id"
     return decode(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
 
 
 def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
-    where: list[str] = []
+    where: list[str] = ["t.pending IS NULL"]  # an import not yet published is nobody's to see
     params: list = []
     for col in ("system", "model", "benchmark", "outcome", "source_format"):
         value = getattr(flt, col)
@@ -206,7 +244,7 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
             )
             params.extend([flt.annotator, flt.review_status])
     if flt.tag is not None:
-        # A tag is a value of the metadata's 'tags' list or the name of an audit sample (migration 005).
+        # A tag is a value of the metadata's 'tags' list or the name of an audit sample (migration 006).
         where.append("(EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
                      " OR EXISTS (SELECT 1 FROM sample_items si WHERE si.trajectory_id = t.id AND si.tag = ?))")
         params.extend([flt.tag, flt.tag])
@@ -215,7 +253,8 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
 
 def get_summary(db: Database, traj_id: str) -> TrajectorySummary:
     summary = decode_one(
-        db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ?", [traj_id]), TrajectorySummary, _SUMMARY_DECODE
+        db.execute(f"SELECT {_SUMMARY_COLS} FROM trajectories WHERE id = ? AND pending IS NULL", [traj_id]),
+        TrajectorySummary, _SUMMARY_DECODE,
     )
     if summary is None:
         raise NotFound(f"no trajectory with id {traj_id!r}")
@@ -224,10 +263,10 @@ def get_summary(db: Database, traj_id: str) -> TrajectorySummary:
 
 def resolve_id(db: Database, ref: str) -> str:
     """The full id for an exact id or a unique prefix of one (what users type at the CLI)."""
-    if db.execute("SELECT 1 FROM trajectories WHERE id = ?", [ref]).fetchone():
+    if db.execute("SELECT 1 FROM trajectories WHERE id = ? AND pending IS NULL", [ref]).fetchone():
         return ref
     rows = db.execute(
-        "SELECT id FROM trajectories WHERE substr(id, 1, ?) = ? LIMIT 6", [len(ref), ref]
+        "SELECT id FROM trajectories WHERE substr(id, 1, ?) = ? AND pending IS NULL LIMIT 6", [len(ref), ref]
     ).fetchall()
     if len(rows) == 1:
         return rows[0][0]
@@ -240,7 +279,8 @@ def get_trajectory(db: Database, traj_id: str, *, with_steps: bool = True, with_
     """The whole trajectory; steps and raw bytes only when asked (they can be large)."""
     omit = ("steps",) if with_raw else ("steps", "raw")
     traj = decode_one(
-        db.execute(f"SELECT {select(Trajectory, omit=omit)} FROM trajectories WHERE id = ?", [traj_id]),
+        db.execute(f"SELECT {select(Trajectory, omit=omit)} FROM trajectories WHERE id = ? AND pending IS NULL",
+                   [traj_id]),
         Trajectory,
         {**json_columns("metadata"), "raw": zlib.decompress},
     )
@@ -256,7 +296,8 @@ def distinct_values(db: Database, column: Literal["system", "model", "benchmark"
     return [
         r[0]
         for r in db.execute(
-            f"SELECT DISTINCT {column} FROM trajectories WHERE {column} IS NOT NULL ORDER BY {column}"
+            f"SELECT DISTINCT {column} FROM trajectories WHERE {column} IS NOT NULL AND pending IS NULL"
+            f" ORDER BY {column}"
         )
     ]
 
@@ -264,7 +305,7 @@ def distinct_values(db: Database, column: Literal["system", "model", "benchmark"
 def delete_trajectory(db: Database, traj_id: str) -> None:
     """Remove a trajectory with its steps, labels and review state."""
     with write(db):
-        _delete_steps(db, traj_id)
+        delete_steps(db, traj_id)
         for table in ("label_state", "suggestion_decisions", "review_state", "review_events", "attributions"):
             db.execute(f"DELETE FROM {table} WHERE trajectory_id = ?", [traj_id])
         db.execute("DELETE FROM labels WHERE trajectory_id = ?", [traj_id])

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 import sys
 import termios
+from contextlib import suppress
 from pathlib import Path
 
 from textual.app import App
 from textual.screen import ModalScreen
 
 from annotator.annotating.session import AnnotationSession
+from annotator.errors import StoreError, database_trouble
 from annotator.settings import Settings
 from annotator.store import data_version, open_db
 from annotator.taxonomy import Taxonomy, load_taxonomy
+from annotator.text import inert
 from annotator.tui.keys import check_hotkeys
 from annotator.tui.screens.queue import QueueScreen
 from annotator.tui.screens.replay import ReplayScreen
@@ -29,6 +33,12 @@ class AnnotatorApp(App[None]):
 
     What other processes write shows up on its own: a timer compares the store's data version
     and, when it moved, the screens in view redraw what they read from the database.
+
+    Database trouble (a damaged page, a file that turned read-only) never ends in a traceback: a
+    write the database refuses is said in place by the screen that made it (and can be retried
+    there); a trajectory that cannot be read is said on the queue, which stays usable; any
+    other read that fails stops the app, and ``store_trouble`` holds the one line the command
+    line then prints, with a non-zero exit.
     """
 
     CSS_PATH = "app.tcss"
@@ -39,7 +49,9 @@ class AnnotatorApp(App[None]):
     ) -> None:
         super().__init__()
         check_hotkeys(taxonomy)
+        self.db_path = db_path
         self.db = open_db(db_path)
+        self.store_trouble: str | None = None
         self.annotator = annotator
         self.blind = blind
         self.tag = tag
@@ -52,6 +64,14 @@ class AnnotatorApp(App[None]):
         """Per trajectory left in this run of the app: (review mode?, furthest step revealed)."""
         self._sessions: dict[str, AnnotationSession] = {}
         self._store_version = data_version(self.db)
+
+    def _handle_exception(self, error: Exception) -> None:
+        if not isinstance(error, (sqlite3.DatabaseError, StoreError)):
+            super()._handle_exception(error)
+            return
+        if self.store_trouble is None:
+            self.store_trouble = str(error) if isinstance(error, StoreError) else database_trouble(self.db_path, error)
+        self.exit(return_code=2)
 
     def on_mount(self) -> None:
         self.push_screen(QueueScreen())
@@ -105,8 +125,13 @@ class AnnotatorApp(App[None]):
             )
         return self._sessions[trajectory_id]
 
-    def open_trajectory(self, trajectory_id: str) -> ReplayScreen:
-        screen = self._replay_screen(trajectory_id)
+    def open_trajectory(self, trajectory_id: str) -> ReplayScreen | None:
+        try:
+            screen = self._replay_screen(trajectory_id)
+        except sqlite3.DatabaseError as exc:  # this trajectory's pages are damaged; others may read
+            message = inert(database_trouble(self.db_path, exc))
+            self.notify(message, title="cannot open this trajectory", severity="error", timeout=30, markup=False)
+            return None
         self.push_screen(screen)
         return screen
 
@@ -132,9 +157,12 @@ class AnnotatorApp(App[None]):
         self._close_store()
 
     def _close_store(self) -> None:
-        """Record the open sessions' time spent, then close the database."""
-        for session in self._sessions.values():
-            session.close()
+        """Record the open sessions' time spent, then close the database. A database that refuses
+        writes by now (read-only, full) keeps every label already saved; only the time spent
+        since the last write goes unrecorded, rather than the exit ending in a traceback."""
+        with suppress(StoreError):
+            for session in self._sessions.values():
+                session.close()
         self.db.close()
 
 

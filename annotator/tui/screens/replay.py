@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from annotator.annotating.session import AnnotationSession
-from annotator.errors import AnnotatorError
+from annotator.errors import AnnotatorError, StoreError
 from annotator.models import Decision
 from annotator.text import inert
 from annotator.tui.keys import replay_bindings
@@ -30,6 +31,9 @@ FAILED = object()
 
 class ReplayScreen(Screen[None]):
     """One trajectory, replayed for one annotator."""
+
+    #: Not in the key list of the help: the NOT SAVED message that makes it useful names it.
+    BINDINGS = [Binding("ctrl+r", "retry", "retry a refused write", show=False)]
 
     def __init__(
         self, session: AnnotationSession, *, blind: bool, position: tuple[bool, int] | None = None
@@ -55,6 +59,8 @@ class ReplayScreen(Screen[None]):
         self.full = False
         self.search_query = ""
         self.compare_marks: dict[int, str] = {}
+        self.refused: tuple | None = None
+        """The last session call the database refused, with its arguments, until it succeeds."""
         self.attributions = [] if blind else session.attributions()
 
     # ---- layout
@@ -157,12 +163,35 @@ class ReplayScreen(Screen[None]):
             self.query_one(StepView).show(*self.session.step_head(self.cursor))
 
     def _guard(self, fn, *args):
-        """Run a session call; an expected failure becomes a status message (and FAILED), not a crash."""
+        """Run a session call; an expected failure becomes a status message (and FAILED), not a crash.
+
+        A write the database refused (locked too long, read-only, full disk) is said in place as
+        not saved, and the call is kept: ctrl+r makes it again, with the same arguments (the
+        step it was made at, the note as typed), so no action is lost without being said.
+        """
         try:
-            return fn(*args)
+            result = fn(*args)
+        except StoreError as exc:
+            self.refused = (fn, args)
+            self._say(f"NOT SAVED · ctrl+r tries again · {inert(exc.reason)}", "bold #ff8787")
+            return FAILED
         except AnnotatorError as exc:
             self._say(str(exc), "bold #ff8787")
             return FAILED
+        if self.refused is not None and self.refused[0] == fn and self.refused[1] == args:
+            self.refused = None
+        return result
+
+    def action_retry(self) -> None:
+        """Make again the write the database refused last."""
+        if self.refused is None:
+            self._say("nothing to try again: every action so far is saved")
+            return
+        fn, args = self.refused
+        if self._guard(fn, *args) is FAILED:
+            return
+        self._refresh_labels()
+        self._say(f"saved on retry: {fn.__name__.replace('_', ' ')}")
 
     # ---- navigation
 

@@ -1,0 +1,158 @@
+"""Imports written in short transactions and made visible at once.
+
+Importing a 100 MB file takes tens of seconds; in one transaction it would hold the write lock
+all that time and every annotator's tag would wait for it. So an import writes in batches of a
+fraction of a second (``db.Batches``) into rows that no reader sees, and publishes the file in
+one last short transaction:
+
+- a new trajectory is written with ``trajectories.pending`` set to the import's token (every
+  reader of the store selects ``pending IS NULL`` only), its steps and their index a chunk at
+  a time;
+- a changed trajectory's new version is written the same way under a shadow id, and publishing
+  moves it under the real id (the trajectory's labels and reviews stay);
+- the file's labels wait in ``pending_labels``, its attributions in memory, until then.
+
+A file that fails is discarded (:func:`discard`): nothing of it remains, visible or not. A
+process killed mid-import leaves only invisible rows, tagged with a token naming its process;
+the next import discards those of processes that are gone (:func:`discard_abandoned`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterable, Sequence
+
+from sqlite_utils import Database
+
+from annotator.errors import AnnotatorError
+from annotator.models import Attribution, Label, Trajectory, utcnow
+from annotator.store.attributions import save_attribution
+from annotator.store.db import Batches, write
+from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
+from annotator.store.trajectories import (
+    SaveResult,
+    delete_steps,
+    move_version,
+    trajectory_values,
+    upsert_trajectory,
+    write_steps,
+)
+
+
+class ImportClash(AnnotatorError):
+    """Another process is importing the same trajectory right now."""
+
+
+def start(db: Database, source: str) -> str:
+    """Register an import of ``source`` by this process; its token marks everything it stages."""
+    host = socket.gethostname()
+    token = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    with write(db):
+        db.execute(
+            "INSERT INTO imports (token, host, pid, source, started_at) VALUES (?, ?, ?, ?, ?)",
+            [token, host, os.getpid(), source, utcnow().isoformat()],
+        )
+    return token
+
+
+def shadow_id(token: str, trajectory_id: str) -> str:
+    """Where the new version of a changed trajectory waits until it is published."""
+    return f"{token}/{trajectory_id}"
+
+
+def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
+    """Write ``traj`` unseen; (what publishing will make of it, the shadow id of a changed one).
+
+    Re-importing identical content is "unchanged" and writes nothing; a trajectory that comes
+    twice in one file is written once, the later version winning. Steps go in chunks, with a
+    chance to commit between two, so a trajectory of a million steps never holds the lock long.
+    """
+    shadow = shadow_id(token, traj.id)
+    visible, own, other = None, None, None
+    for rid, pending, content_hash in db.execute(
+        "SELECT id, pending, content_hash FROM trajectories WHERE id IN (?, ?)", [traj.id, shadow]
+    ):
+        if pending is None:
+            visible = content_hash
+        elif pending == token:
+            own = rid
+        else:
+            other = pending
+    if other is not None:
+        raise ImportClash(f"trajectory {traj.id} is being imported by another process; import this file again"
+                          " when that import is done")
+    if own is None and visible == traj.content_hash:
+        return "unchanged", None
+    target = shadow if visible is not None else traj.id
+    if own is not None:
+        delete_steps(db, own)
+    values = trajectory_values(traj, len(traj.steps))
+    values[0] = target
+    upsert_trajectory(db, values, pending=token)
+    write_steps(db, target, traj.steps, between=batches.point)
+    if visible is not None:
+        return "updated", target
+    return ("updated" if own is not None else "imported"), None
+
+
+def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
+    """Keep labels until the import is published; returns how many."""
+    rows = [(token, *label_row(lab)) for lab in labels]
+    marks = ", ".join("?" for _ in range(len(LABEL_COLUMNS.split(",")) + 1))
+    db.conn.executemany(f"INSERT INTO pending_labels (token, {LABEL_COLUMNS}) VALUES ({marks})", rows)
+    return len(rows)
+
+
+def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution]) -> None:
+    """Make everything the import staged visible, in one transaction.
+
+    ``replaced`` pairs (shadow id, real id) of changed trajectories: the real one takes the
+    shadow's steps and fields. Only this swap reads the replaced content again; a file of new
+    trajectories publishes in milliseconds.
+    """
+    with write(db):
+        for shadow, real in replaced:
+            move_version(db, shadow, real)
+        db.execute("UPDATE trajectories SET pending = NULL WHERE pending = ?", [token])
+        before = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        db.execute(
+            f"INSERT INTO labels ({LABEL_COLUMNS}) SELECT {LABEL_COLUMNS} FROM pending_labels WHERE token = ?"
+            " ORDER BY seq",
+            [token],
+        )
+        make_current(db, before)
+        db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
+        for att in attributions:
+            save_attribution(db, att)
+        db.execute("DELETE FROM imports WHERE token = ?", [token])
+
+
+def discard(db: Database, token: str) -> None:
+    """Remove everything an import staged, a trajectory at a time (short transactions)."""
+    with Batches(db) as batches:
+        for (tid,) in db.execute("SELECT id FROM trajectories WHERE pending = ?", [token]).fetchall():
+            delete_steps(db, tid)
+            db.execute("DELETE FROM trajectories WHERE id = ?", [tid])
+            batches.point()
+        db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
+        db.execute("DELETE FROM imports WHERE token = ?", [token])
+
+
+def discard_abandoned(db: Database) -> None:
+    """Discard what imports left whose process on this machine is gone."""
+    host = socket.gethostname()
+    for token, pid in db.execute("SELECT token, pid FROM imports WHERE host = ?", [host]).fetchall():
+        if not _alive(pid):
+            discard(db, token)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
