@@ -384,7 +384,13 @@ def taxonomy_cmd(ctx, taxonomy_path, as_json):
 @taxonomy_cmd.command("validate")
 @click.argument("path", type=click.Path(dir_okay=False))
 def taxonomy_validate(path):
-    """Check a custom codebook file and explain every problem found."""
+    """Check a custom codebook file and explain every problem found.
+
+    \b
+    Examples:
+      mast taxonomy validate my-codebook.yaml
+      mast taxonomy --json > mast.json     # the built-in codebook, to start a custom one from
+    """
     tax = _taxonomy(path)
     out.print(
         Text(f"ok: {tax.name} ({tax.version}): {len(tax.categories)} categories, {len(tax.modes)} modes,"
@@ -394,7 +400,13 @@ def taxonomy_validate(path):
 
 @main.command("formats")
 def formats_cmd():
-    """List the import formats and how each is recognised."""
+    """List the import formats and how each is recognised.
+
+    \b
+    Examples:
+      mast formats
+      mast import runs/ --format openai_chat   # force one of the names listed
+    """
     from annotator.importers.registry import registry
 
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -560,10 +572,11 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
 @click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task"
               " outcomes (audits, agreement studies); recorded with each review.")
 @click.option("--tag", help="Queue only trajectories with this tag (e.g. an audit sample from `mast sample`).")
+@click.option("--adjudicate", metavar="A,B", help="Decide the disagreements of these two people (queue: what they both finished and disagree on).")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
 @click.pass_context
 @handled
-def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
+def annotate_cmd(ctx, paths, annotator, blind, tag, adjudicate, taxonomy_path):
     """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
 
     PATHS, if given, are imported first (files or folders, as with `mast import`; a file that
@@ -577,6 +590,7 @@ def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
       mast annotate --annotator alice --blind
       mast annotate --tag audit-1 --blind    # label an audit sample without the judge's suggestions
       mast annotate --taxonomy my-codebook.yaml
+      mast annotate --annotator carol --adjudicate alice,bob
     """
     from annotator.tui.app import make_app
     from annotator.tui.keys import check_hotkeys
@@ -588,7 +602,11 @@ def annotate_cmd(ctx, paths, annotator, blind, tag, taxonomy_path):
         _import(db, paths, None, None, quiet=False)  # a file that fails is reported; the rest opens
         db.close()
     settings = _settings(ctx)
-    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, tag=tag)
+    pair = tuple(_sources((adjudicate,))) if adjudicate else None
+    if pair is not None and len(pair) != 2:
+        _fail("--adjudicate takes two people: A,B")
+    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, adjudicate=pair,
+                   tag=tag)
     app.run()
     if app.store_trouble:
         _fail(app.store_trouble)
@@ -792,6 +810,120 @@ def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benc
         table.add_row(Text(stratum), str(population), str(drawn), f"{drawn / population:.4f}")
     out.print(table)
     out.print(Text(f"next: mast annotate --tag {sample.tag} --blind", style="dim"), soft_wrap=True)
+# ---- working as a team: assign / progress
+
+
+@main.command("assign")
+@click.option("--annotators", required=True, metavar="A,B,...", help="The people to share the trajectories between.")
+@click.option("--overlap", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Share of the trajectories given to two people (labelled blind by both, for agreement).")
+@click.option("--stratify", type=click.Choice(["system"]), help="Balance each person's share within each system.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the choice of overlap items.")
+@_filter_options()
+@click.pass_context
+@handled
+def assign_cmd(ctx, annotators, overlap, stratify, seed, flt):
+    """Share the (filtered) trajectories between people, a share of them labelled twice.
+
+    Each person gets as close to the same number as possible (within each system with
+    --stratify system). Run it again after importing more: only trajectories nobody has yet
+    are given out; earlier assignments stay. `mast annotate --annotator NAME` then shows NAME
+    their own trajectories first, the overlap ones blind.
+
+    \b
+    Examples:
+      mast assign --annotators alice,bob,carol --overlap 0.2 --seed 1
+      mast assign --annotators alice,bob --overlap 0.5 --tag pilot --stratify system
+    """
+    from collections import Counter
+
+    from annotator.annotating.assignments import Candidate, assign
+    from annotator.store import assignments as assigned_store
+    from annotator.store.report_tables import trajectory_rows
+    from annotator.text import inert
+
+    db = _open(ctx)
+    people = [a.strip() for a in annotators.split(",") if a.strip()]
+    rows = trajectory_rows(db, flt)
+    before = assigned_store.assigned(db)
+    candidates = [Candidate(r[0], (r[1] or "") if stratify else None) for r in rows]
+    added = assign(db, candidates, people, overlap, seed=seed)
+    after = assigned_store.assigned(db)
+    new = {tid: who for tid, who in after.items() if tid not in before}
+    kept = sum(1 for r in rows if r[0] in before)
+    doubles = sum(1 for who in new.values() if len(who) > 1)
+    out.print(Text(f"assigned {len(new)} trajectories ({doubles} to two people, {added} assignments);"
+                   f" {kept} already assigned, kept"))
+    per = Counter(w for who in new.values() for w in who)
+    total = Counter(w for who in after.values() for w in who)
+    for person in sorted(total):
+        line = Text("  ")
+        line.append(Text(inert(person), style="bold"))
+        line.append(f": {per.get(person, 0)} new, {total[person]} in all")
+        out.print(line)
+
+
+@main.command("progress")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per person.")
+@_TAXONOMY_OPTION
+@click.pass_context
+@handled
+def progress_cmd(ctx, as_json, taxonomy_path):
+    """How far each person is with their assignments, and how they agree where they overlap.
+
+    Per person: assigned, done, in progress, time spent, overlap (their trajectories also given
+    to someone else) and on the overlap both finished, Cohen's κ over the (trajectory, mode)
+    cells, present vs not.
+
+    \b
+    Examples:
+      mast progress
+      mast progress --json
+    """
+    from annotator.annotating.assignments import agreement_text, duration, team_progress
+    from annotator.text import inert
+
+    people = team_progress(_open(ctx), _taxonomy(taxonomy_path).mode_ids)
+    if as_json:
+        sys.stdout.write(json_text([p.as_dict() for p in people], option=orjson.OPT_INDENT_2) + "\n")
+        return
+    if not people:
+        out.print("no assignments yet: mast assign --annotators alice,bob --overlap 0.2")
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("annotator", "assigned", "done", "in progress", "time", "overlap", "agreement on the overlap"):
+        table.add_column(col, justify="right" if col in ("assigned", "done", "in progress", "time", "overlap") else "left")
+    for p in people:
+        table.add_row(Text(inert(p.annotator)), str(p.assigned), str(p.done), str(p.in_progress), duration(p.seconds_spent),
+                      str(p.overlap), agreement_text(p))
+    out.print(table)
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (not local: a token is required).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--token", help="The token every request must carry (default for a non-local --host: a new one, printed in the URL).")
+@click.option("--blind", is_flag=True, help="Every app it starts is blind (suggestions, others' labels, outcomes hidden).")
+@click.pass_context
+@handled
+def serve_cmd(ctx, host, port, token, blind):
+    """Serve the annotation app to browsers: one app per page, each with its own annotator name.
+
+    Open the printed URL and add `&annotator=NAME` (or type the name in the form it shows).
+    Only 127.0.0.1 is served without a token; any other address needs one, and a request
+    without it is refused.
+
+    \b
+    Examples:
+      mast serve                                 # http://127.0.0.1:8000/?annotator=alice
+      mast serve --host 0.0.0.0 --port 8080      # prints http://0.0.0.0:8080/?token=...
+      mast --db study.db serve --host 10.0.0.5 --token s3cret
+    """
+    from annotator.tui.serve import serve
+
+    db = _open(ctx)  # migrated and checked before any browser connects
+    db.close()
+    serve(Path(_settings(ctx).db).resolve(), host=host, port=port, token=token, blind=blind).serve()
 
 
 if __name__ == "__main__":

@@ -8,14 +8,15 @@ human ceiling. This module is the one place that knows the grammar of those name
 - ``run:<id>``: a pre-labelling run (:class:`annotator.models.LabelRun` ``id``);
 - ``consensus`` or ``consensus:alice,bob``: computed, never stored: per mode the majority of
   the people (all who marked trajectories done, or the ones named);
+- ``adjudicated``: decisions taken over two people's disagreements, stored under that name;
 - any other name is stored as it is: a **person** when it has review states (someone working
   in the annotator), otherwise an **imported set**, of human ratings (MAD's ``mad-human-1..3``,
   labels restored from an export of a person's) or of a judge (``mad-llm``).
 
 The grammar decides runs and consensus without the store; a stored name is classified from the
-few facts one query gathers (:class:`SourceFacts`). A new kind (say ``adjudicated:<who>``,
-decisions taken over two others' labels) is one more entry in :data:`KINDS` and, when it has a
-prefix, in :data:`_PREFIXED`. It lives beside ``models`` rather than in it because it is a
+few facts one query gathers (:class:`SourceFacts`). A new kind is one more entry in
+:data:`KINDS` and, when its name decides it, in :data:`_PREFIXED`, as ``adjudicated`` is
+(decisions over two people's disagreements, ``annotating.adjudication``). It lives beside ``models`` rather than in it because it is a
 naming rule, not a persisted shape: nothing here carries a schema version.
 """
 
@@ -33,6 +34,7 @@ class SourceKind(StrEnum):
     IMPORTED_HUMAN = "imported-human"
     IMPORTED_JUDGE = "imported-judge"
     CONSENSUS = "consensus"
+    ADJUDICATED = "adjudicated"
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,16 @@ KINDS: dict[SourceKind, KindInfo] = {
     SourceKind.IMPORTED_HUMAN: KindInfo("imported human set", True, True, "trajectories it has labels for"),
     SourceKind.IMPORTED_JUDGE: KindInfo("imported judge set", False, True, "trajectories it has labels for"),
     SourceKind.CONSENSUS: KindInfo("consensus", True, False, "trajectories at least one of its people finished"),
+    SourceKind.ADJUDICATED: KindInfo("adjudicated", True, True, "trajectories whose disagreements were all decided"),
 }
 
 RUN = "run"
 CONSENSUS = "consensus"
+#: Decisions taken over two people's disagreements, stored under this one name (who decided,
+#: and between whom, in each label's ``extra``).
+ADJUDICATED = "adjudicated"
 #: Name prefixes (before the colon) that decide the kind by themselves.
-_PREFIXED = {RUN: SourceKind.RUN, CONSENSUS: SourceKind.CONSENSUS}
+_PREFIXED = {RUN: SourceKind.RUN, CONSENSUS: SourceKind.CONSENSUS, ADJUDICATED: SourceKind.ADJUDICATED}
 
 #: ``extra.source`` of imported labels that people made (MAD's three human annotators).
 HUMAN_SET = "mad-human"
@@ -82,6 +88,8 @@ def parse(name: str) -> SourceName:
         return SourceName(name, kind, members=tuple(dict.fromkeys(m for m in rest.split(",") if m)))
     if kind is SourceKind.RUN and colon and rest.isdigit():
         return SourceName(name, kind, run_id=int(rest))
+    if kind is SourceKind.ADJUDICATED and not colon:
+        return SourceName(name, kind)
     return SourceName(name, None)
 
 
@@ -124,7 +132,7 @@ def classify(parsed: SourceName, facts: SourceFacts) -> SourceKind:
     Review states make a person, even under a ``run:`` name (the store never writes one there);
     a ``run:<id>`` whose run is gone is read as the imported set it has become.
     """
-    if parsed.kind is SourceKind.CONSENSUS:
+    if parsed.kind in (SourceKind.CONSENSUS, SourceKind.ADJUDICATED):
         return parsed.kind
     if facts.reviewed:
         return SourceKind.PERSON

@@ -143,3 +143,13 @@ def test_help_has_examples(run, command):
     assert result.exit_code == 0
     if command != "formats":
         assert "Examples:" in result.stdout
+
+
+def test_formats_taxonomy_validate_and_list_filters_explain_themselves():
+    for args in (["formats", "--help"], ["taxonomy", "validate", "--help"]):
+        assert "Examples:" in CliRunner().invoke(main, args).output
+    listing = CliRunner().invoke(main, ["list", "--help"], env={"COLUMNS": "100"}).output
+    for flag in ("--system", "--model", "--benchmark", "--outcome", "--tag"):
+        lines = listing.splitlines()
+        at = next(i for i, x in enumerate(lines) if x.strip().startswith(flag))
+        assert "Only" in " ".join(lines[at : at + 2]), lines[at]

@@ -92,10 +92,13 @@ COMMANDS: dict[str, list[list[str]]] = {
     "taxonomy": [[], ["--json"]],
     "formats": [[]],
     "annotate": [["--help"]],
+    "assign": [["--annotators", ANNOTATOR + ",bob", "--overlap", "0.5"]],
+    "progress": [[], ["--json"]],
+    "serve": [["--help"]],
 }
 
 #: Commands whose output carries no data from the database or the files.
-NO_DATA = {"taxonomy", "formats", "annotate", "prelabel"}
+NO_DATA = {"taxonomy", "formats", "annotate", "prelabel", "serve"}
 
 
 def test_every_command_has_a_row():

@@ -63,4 +63,8 @@ def test_classify(name, facts, kind):
 
 def test_every_kind_is_described():
     assert set(KINDS) == set(SourceKind)
-    assert [k for k in SourceKind if KINDS[k].human] == [SourceKind.PERSON, SourceKind.IMPORTED_HUMAN, SourceKind.CONSENSUS]
+    assert [k for k in SourceKind if KINDS[k].human] == [
+        SourceKind.PERSON, SourceKind.IMPORTED_HUMAN, SourceKind.CONSENSUS, SourceKind.ADJUDICATED
+    ]
+    assert classify(parse("adjudicated"), SourceFacts(reviewed=False, labelled=True, provenance="human")) \
+        is SourceKind.ADJUDICATED

@@ -7,13 +7,15 @@ unfinished trajectory).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from sqlite_utils import Database
 
+from annotator.annotating.assignments import PersonProgress, person_progress
 from annotator.models import ReviewStatus
-from annotator.store import review, suggestions
+from annotator.store import assignments, review, suggestions
 from annotator.store.report_tables import count_trajectories
 from annotator.store.review_counts import status_counts
 from annotator.store.trajectories import distinct_values, list_trajectories
@@ -27,6 +29,8 @@ class QueueRow:
     summary: TrajectorySummary
     status: ReviewStatus
     pending_suggestions: int
+    assigned: bool = False
+    """Given to this annotator by ``mast assign``."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,8 @@ class AnnotatorProgress:
     done: int
     in_progress: int
     total: int
+    team: PersonProgress | None = None
+    """Progress with the annotator's assignments, when they have some."""
 
 
 def queue(
@@ -46,24 +52,51 @@ def queue(
     model: str | None = None,
     status: ReviewStatus | None = None,
     search: str | None = None,
+    everything: bool = False,
     tag: str | None = None,
 ) -> list[QueueRow]:
-    """The trajectories matching the filters, with this annotator's status and waiting suggestions."""
-    flt = TrajectoryFilter(
-        system=system, model=model, search=search or None, review_status=status, annotator=annotator, tag=tag
-    )
+    """The trajectories matching the filters, with this annotator's status and waiting suggestions.
+
+    An annotator with assignments sees only those, unless ``everything``: then the others follow.
+    """
+    flt = TrajectoryFilter(system=system, model=model, review_status=status, annotator=annotator, tag=tag)
+    listed = list_trajectories(db, flt)
+    if search:
+        listed = _matching(db, listed, flt, search)
     states = {s.trajectory_id: s.status for s in review.review_states(db, annotator)}
     pending = suggestions.pending_counts(db, annotator)
-    return [
-        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0))
-        for t in list_trajectories(db, flt)
+    mine = assignments.assigned_to(db, annotator)
+    rows = [
+        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0), t.id in mine)
+        for t in listed
+        if everything or not mine or t.id in mine
     ]
+    return sorted(rows, key=lambda r: not r.assigned)
 
 
-def progress(db: Database, annotator: str) -> AnnotatorProgress:
-    """Overall progress of the annotator over every trajectory in the database."""
+def _matching(db: Database, listed: list[TrajectorySummary], flt: TrajectoryFilter, search: str) -> list[TrajectorySummary]:
+    """The listed trajectories whose id or title holds ``search`` (any case), or whose steps hold
+    every word of it (full-text)."""
+    in_steps = {t.id for t in list_trajectories(db, flt.model_copy(update={"search": search}))}
+    needle = search.casefold()
+    return [t for t in listed if t.id in in_steps or needle in t.id.casefold() or needle in (t.title or "").casefold()]
+
+
+def has_assignments(db: Database, annotator: str) -> bool:
+    return bool(assignments.assigned_to(db, annotator))
+
+
+def blind_items(db: Database, annotator: str) -> set[str]:
+    """The annotator's overlap items: also given to someone else, so opened blind to their labels."""
+    return set(assignments.co_assigned(db, annotator))
+
+
+def progress(db: Database, annotator: str, mode_ids: Sequence[str] = ()) -> AnnotatorProgress:
+    """Overall progress of the annotator over every trajectory in the database, and with their
+    assignments (agreement over ``mode_ids``) when they have some."""
     counts = status_counts(db, annotator)
-    return AnnotatorProgress(counts.get("done", 0), counts.get("in_progress", 0), count_trajectories(db))
+    team = person_progress(db, annotator, mode_ids) if has_assignments(db, annotator) else None
+    return AnnotatorProgress(counts.get("done", 0), counts.get("in_progress", 0), count_trajectories(db), team)
 
 
 def filter_choices(db: Database, column: Literal["system", "model"]) -> list[str]:

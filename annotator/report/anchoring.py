@@ -2,7 +2,7 @@
 
 A suggestion anchors the person who reads it, so agreement between people and a judge measured
 on reviews that showed the judge's suggestions overstates how good the judge is. Every review
-records whether it was made blind (migration 007); on the trajectories the judge labelled, this
+records whether it was made blind (migration 008); on the trajectories the judge labelled, this
 compares each person's agreement with the judge (share of (trajectory × mode) cells both
 decided on which they give the same verdict) on blind reviews and on reviews that saw the
 suggestions, as the difference in percentage points with a percentile bootstrap interval over

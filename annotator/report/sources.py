@@ -160,6 +160,10 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         finished = complete
         reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())
         reasons["not labelled by the run"] = int((~any_label).sum())
+    elif source.kind is SourceKind.ADJUDICATED:
+        finished = (present | absent | unknown).all(axis=1)
+        reasons["disagreements still to decide"] = int((any_label & ~finished).sum())
+        reasons["not adjudicated"] = int((~any_label).sum())
     else:
         finished = any_label
         reasons["no labels by this source"] = int((~any_label).sum())

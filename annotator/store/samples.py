@@ -1,4 +1,4 @@
-"""Audit samples (migration 006): the design of each and its trajectories' inclusion probabilities."""
+"""Audit samples (migration 007): the design of each and its trajectories' inclusion probabilities."""
 
 from __future__ import annotations
 

@@ -329,8 +329,28 @@ def _m005_short_imports(db: Database) -> None:
     db.execute("CREATE INDEX idx_pending_labels_token ON pending_labels(token)")
 
 
-@MIGRATIONS(name="006_audit_samples")
-def _m006_audit_samples(db: Database) -> None:
+@MIGRATIONS(name="006_assignments")
+def _m006_assignments(db: Database) -> None:
+    """Assignments: who is to label which trajectory (``mast assign``).
+
+    A trajectory given to two people is an overlap item, labelled blind by both to measure
+    agreement. Rows are only ever added: re-running ``mast assign`` after an import gives out
+    the new trajectories and keeps every earlier assignment, so work already begun stays put.
+    """
+    db.execute(
+        """
+        CREATE TABLE assignments (
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            annotator TEXT NOT NULL,
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (trajectory_id, annotator)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_assignments_annotator ON assignments(annotator, trajectory_id)")
+
+
+@MIGRATIONS(name="007_audit_samples")
+def _m007_audit_samples(db: Database) -> None:
     """Audit samples: which trajectories a judge labelled were chosen for people to check, how.
 
     A judge-corrected estimate is only as good as the sample behind it: the design (the label
@@ -367,8 +387,8 @@ def _m006_audit_samples(db: Database) -> None:
     db.execute("CREATE INDEX idx_sample_items_trajectory ON sample_items(trajectory_id)")
 
 
-@MIGRATIONS(name="007_blind_reviews")
-def _m007_blind_reviews(db: Database) -> None:
+@MIGRATIONS(name="008_blind_reviews")
+def _m008_blind_reviews(db: Database) -> None:
     """Whether a person worked blind: suggestions anchor people (automation bias).
 
     ``blind`` is 1 while every write to a review was made with suggestions, other people's

@@ -11,8 +11,10 @@ from contextlib import suppress
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 from textual.screen import ModalScreen
 
+from annotator.annotating import queue as work
 from annotator.annotating.session import AnnotationSession
 from annotator.errors import StoreError, database_trouble
 from annotator.settings import Settings
@@ -43,11 +45,17 @@ class AnnotatorApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "mast annotate"
+    #: Quitting is in every footer: nothing is lost by it, every action is already saved.
+    BINDINGS = [Binding("ctrl+q", "quit", "quit", key_display="^q", priority=True)]
 
     def __init__(
-        self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy, tag: str | None = None
+        self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy,
+        adjudicate: tuple[str, str] | None = None, tag: str | None = None,
     ) -> None:
         super().__init__()
+        self.adjudicate = adjudicate
+        """Two people whose disagreements this session decides: the queue lists only those
+        trajectories and compare opens on the two."""
         check_hotkeys(taxonomy)
         self.db_path = db_path
         self.db = open_db(db_path)
@@ -149,8 +157,10 @@ class AnnotatorApp(App[None]):
     def _replay_screen(self, trajectory_id: str) -> ReplayScreen:
         """A replay screen of the trajectory, at the position it was left; the queue follows it."""
         self.last_opened = trajectory_id
+        # An overlap item (assigned to someone else too) opens blind: agreement is measured on it.
+        blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator)
         return ReplayScreen(
-            self.session(trajectory_id), blind=self.blind, position=self.replay_positions.get(trajectory_id)
+            self.session(trajectory_id), blind=blind, position=self.replay_positions.get(trajectory_id)
         )
 
     def on_unmount(self) -> None:
@@ -172,11 +182,13 @@ def make_app(
     *,
     blind: bool = False,
     taxonomy: Taxonomy | None = None,
+    adjudicate: tuple[str, str] | None = None,
     tag: str | None = None,
 ) -> AnnotatorApp:
     """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: the settings'
     annotator, ``MAST_ANNOTATOR`` or the OS user, when the app is started without the CLI)."""
     return AnnotatorApp(
         db_path, annotator or Settings().annotator_name(), blind=blind, taxonomy=taxonomy or load_taxonomy(),
+        adjudicate=adjudicate,
         tag=tag,
     )

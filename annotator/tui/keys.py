@@ -30,6 +30,7 @@ class Key:
 
 
 REPLAY_KEYS: tuple[Key, ...] = (
+    Key("ctrl+q", "^q", "app.quit", "quit (every action is already saved; q in the queue too)"),
     Key("j,down", "j/↓", "cursor(1)", "next step", "next"),
     Key("k,up", "k/↑", "cursor(-1)", "previous step", "prev"),
     Key("g", "g", "first", "first step"),
@@ -58,6 +59,9 @@ REPLAY_KEYS: tuple[Key, ...] = (
     Key("question_mark", "?", "help", "keys and full definitions", "help"),
     Key("escape", "esc", "back", "back to the queue", "queue"),
 )
+
+#: The queue's keys, for the help (its bindings are on the queue screen).
+QUEUE_HELP = "enter opens · n next unfinished · / search (titles, ids, steps) · a mine/all · q quits"
 
 _CHARACTERS = {"left_square_bracket": "[", "right_square_bracket": "]", "slash": "/", "question_mark": "?", "space": " "}
 

@@ -94,8 +94,8 @@ async def test_replay_in_replay_mode_keeps_its_position(tui_db, read_screen):
         await pilot.pause()
         await pilot.press("space", "space", "k")
         assert (replay.review_mode, replay.revealed, replay.cursor) == (False, 2, 1)
-        labels.add_labels(other, [_tag("t3", "FM-1.2", "bob", 9)])
-        await until(pilot, lambda: "others: ● bob @9" in read_screen(app), "bob's tag")
+        labels.add_labels(other, [_tag("t3", "FM-1.2", "bob", 2)])  # an onset already revealed
+        await until(pilot, lambda: "others: ● bob @2" in read_screen(app), "bob's tag")
         assert (replay.review_mode, replay.revealed, replay.cursor) == (False, 2, 1)
         assert replay.query_one(StepList).count == 3, "no step is revealed by someone else's write"
     other.close()
@@ -125,10 +125,12 @@ async def test_queue_shows_progress_statuses_suggestions_and_imports_of_other_pr
         assert table.get_row_at(table.cursor_row)[0].plain == under, "the cursor stays on its trajectory"
 
         await pilot.press("slash", *"zebra25")
+        await until(pilot, lambda: "showing 1" in read_screen(app), "the search, as typed")
         save_trajectory(other, trajectory("t5"))
-        await until(pilot, lambda: "showing 5" in read_screen(app), "the second import")
+        await until(pilot, lambda: "1/5 done" in read_screen(app), "the second import")
+        assert "showing 1" in read_screen(app), "the search stays applied over the import"
         search = app.screen.query_one("#search", Input)
-        assert search.has_focus and search.value == "zebra25", "a search being typed is not applied, nor left"
+        assert search.has_focus and search.value == "zebra25", "the search being typed keeps its focus and text"
     other.close()
 
 

@@ -124,6 +124,15 @@ async def test_suggestions_accept_reject_and_jump(tui_db, read_screen):
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot)
         text = read_screen(app)
+        assert "◇" not in text and "bob" not in text, "replay mode at step 0: nothing cites a step ahead"
+        await pilot.press("space", "space")
+        text = read_screen(app)
+        assert "◇ run 1 llm 0.80" not in text, "it cites step 4, not revealed yet"
+        await pilot.press("space", "space", "space", "space", "space", "space")
+        text = read_screen(app)
+        assert "◇ run 1 llm 0.80 → #2 #4" in text and "others: ● bob @6" in text and "0.60 → #7" in text
+        await pilot.press("R", "g")
+        text = read_screen(app)
         assert "◇ run 1 llm 0.80 → #2 #4" in text
         assert "◇ run 1 llm 0.60 → #7 ⚠ ungrounded" in text
         assert "others: ● bob @6" in text
@@ -256,5 +265,6 @@ async def test_an_80_column_terminal_keeps_the_steps_readable(tui_db, read_scree
         await pilot.press("R")
         text = read_screen(app)
         assert "Planner        💬 step 0 says" in text, "the step list keeps room for previews"
-        assert "1.1  Disobey tas" in text and "specification" not in text, "mode names are cut to the narrow panel"
+        assert "1.1  Disobey task" in text and "specification" in text, "mode names wrap in the narrow panel, whole"
+        assert "…" not in text.split("FC1")[1].split("FC2")[0], "no mode name of FC1 is cut"
         assert screen.query_one("#taxonomy-panel").size.width <= 38

@@ -106,3 +106,39 @@ def test_narrow_queue(tui_db, snap_compare):
 def test_narrow_replay(tui_db, snap_compare):
     keys = ("R", "j", "j", "3", "j", "j", "j", "j", "e")
     assert snap_compare(make_app(tui_db, "alice"), terminal_size=NARROW, run_before=_opening(*keys))
+
+
+def test_queue_with_assignments(tui_db, snap_compare):
+    """alice's own assignments only, the overlap one shared with bob, and her progress with them."""
+    from annotator.store import assignments, open_db
+
+    db = open_db(tui_db)
+    assignments.add_assignments(db, [("t1", "alice"), ("t1", "bob"), ("t3", "alice"), ("t2", "bob")])
+    db.close()
+    assert snap_compare(make_app(tui_db, "alice"), terminal_size=SIZE)
+
+
+def test_adjudicate(tui_db, snap_compare):
+    """Adjudicating bob and carol on t1: both verdicts per mode, carol's quote and note, one decided."""
+    from annotator.models import Label
+    from annotator.store import labels, open_db
+
+    db = open_db(tui_db)
+    labels.add_labels(db, [Label(trajectory_id="t1", mode_id="FM-1.3", annotator="carol", verdict="present",
+                                 onset_step=2, quote="says hello", note="loops")])
+    db.close()
+
+    async def run(pilot):
+        pilot.app.open_trajectory("t1")
+        await pilot.pause()
+        await pilot.press("C")
+        await pilot.pause()
+        compare = pilot.app.screen
+        compare.left, compare.right = "bob", "carol"
+        compare._fill()
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("j", "a", *"bob saw it first", "enter", "k")
+        await pilot.pause()
+
+    assert snap_compare(make_app(tui_db, "dave"), terminal_size=SIZE, run_before=run)

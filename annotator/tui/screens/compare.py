@@ -30,22 +30,28 @@ def _cell(d: Disagreement, side: str) -> Text:
 
 
 class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
-    BINDINGS = [Binding("escape", "close", "close")]
+    BINDINGS = [Binding("escape", "close", "close"), Binding("d", "adjudicate", "adjudicate A and B")]
 
-    def __init__(self, session: AnnotationSession, taxonomy: Taxonomy) -> None:
+    def __init__(
+        self, session: AnnotationSession, taxonomy: Taxonomy, step: int = 0, pair: tuple[str, str] | None = None
+    ) -> None:
+        """``step``: the replay's current step, where an adjudicator's own "present" goes; ``pair``:
+        the two people to put as A and B (``mast annotate --adjudicate``)."""
         super().__init__()
-        self.session, self.taxonomy = session, taxonomy
+        self.session, self.taxonomy, self.step = session, taxonomy, step
         names = labelled_by(session.db, session.trajectory_id)
         self.names = sorted({session.annotator, *names})
         others = [n for n in self.names if n != session.annotator]
         self.left = session.annotator
         self.right = others[0] if others else session.annotator
+        if pair is not None and set(pair) <= set(self.names):
+            self.left, self.right = pair
         self.rows: list[Disagreement] = []
 
     def compose(self) -> ComposeResult:
         options = [(Text(inert(n)), n) for n in self.names]
         with Vertical(id="compare", classes="dialog"):
-            yield Static(Text("Compare — pick A and B, enter on a mode jumps to both onsets, esc closes", style="bold"))
+            yield Static(Text("Compare — pick A and B, enter on a mode jumps to both onsets, d adjudicates, esc closes", style="bold"))
             with Horizontal(id="compare-pickers"):
                 yield Static(Text("A", style="bold"), classes="picker-label")
                 yield Select(options, value=self.left, allow_blank=False, id="left")
@@ -72,6 +78,10 @@ class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
             name = self.taxonomy.mode(d.mode_id).name
             table.add_row(Text(d.mode_id), Text(name), Text(d.kind), _cell(d, "left"), _cell(d, "right"))
         summary = Text()
+        if self.left == self.right:
+            summary.append("no one to compare with: nobody else has labelled this trajectory yet", style="bold #ffd75f")
+            self.query_one("#compare-summary", Static).update(summary)
+            return
         summary.append(f"{len(self.rows)} disagreements between ")
         summary.append(inert(self.left), style="bold")
         summary.append(" and ")
@@ -81,6 +91,18 @@ class CompareScreen(ModalScreen[tuple[str, int | None, int | None] | None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         d = self.rows[event.cursor_row]
         self.dismiss((d.mode_id, *d.onsets))
+
+    def action_adjudicate(self) -> None:
+        """Decide A's and B's disagreements into the ``adjudicated`` source."""
+        if self.left == self.right:
+            self.notify("pick two different people as A and B first")
+            return
+        from annotator.annotating.adjudication import Adjudication
+        from annotator.tui.screens.adjudicate import AdjudicateScreen
+
+        adj = Adjudication(self.session.db, self.session.trajectory_id, self.session.annotator, self.left, self.right,
+                           self.taxonomy)
+        self.app.push_screen(AdjudicateScreen(adj, self.step), lambda _: self._fill())
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,7 +11,7 @@ from textual.widgets import Input, Static
 
 from annotator.taxonomy import Mode, Taxonomy
 from annotator.text import plain_header
-from annotator.tui.keys import REPLAY_KEYS
+from annotator.tui.keys import QUEUE_HELP, REPLAY_KEYS
 from annotator.tui.widgets.text import plain
 from annotator.views import TrajectorySummary
 
@@ -33,6 +33,7 @@ def _definition(mode: Mode, taxonomy: Taxonomy) -> Text:
 
 def help_text(taxonomy: Taxonomy) -> Text:
     out = Text()
+    out.append(TAGGING_HELP + "\n\n", style="italic")
     out.append("Keys\n", style="bold underline")
     width = max(len(k.shown) for k in REPLAY_KEYS)
     for k in REPLAY_KEYS:
@@ -41,7 +42,8 @@ def help_text(taxonomy: Taxonomy) -> Text:
     keys = " ".join(m.hotkey for m in taxonomy.modes)
     out.append(f"  {'modes':>{width}}  ", style="bold #ffd75f")
     out.append(f"{keys}: toggle the mode at the current step\n\n")
-    out.append(TAGGING_HELP + "\n\n", style="italic")
+    out.append("Queue  ", style="bold underline")
+    out.append(QUEUE_HELP + "\n\n")
     out.append(f"{taxonomy.name} ({taxonomy.version})\n", style="bold underline")
     for mode in taxonomy.modes:
         out.append_text(_definition(mode, taxonomy))

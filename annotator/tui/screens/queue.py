@@ -1,7 +1,9 @@
 """The queue screen: what the annotator has to do, filtered, searched, with overall progress.
 
 Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one. The outcome
-column is left out in blind mode, and so are waiting suggestions. The columns fit 120 cells.
+column is left out in blind mode, and so are waiting suggestions. The search looks in titles,
+ids and step text as it is typed. An annotator given trajectories by ``mast assign`` sees those
+first and only (``a`` shows everything), and the header says how far they are with them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from textual.widgets import DataTable, Footer, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
 from annotator.annotating import queue as work
+from annotator.annotating.adjudication import to_adjudicate
+from annotator.annotating.assignments import summary_line
 from annotator.tui.widgets.text import line
 
 STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
@@ -29,8 +33,13 @@ class QueueScreen(Screen[None]):
         Binding("G", "row(1_000_000)", "last", show=False),
         Binding("slash", "focus_search", "search", key_display="/"),
         Binding("escape", "focus_table", "list", show=False),
+        Binding("a", "toggle_everything", "mine/all"),
         Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q", "app.quit", "quit", show=False),
     ]
+
+    #: Seconds the search waits after the last key before it runs.
+    SEARCH_DEBOUNCE_S = 0.25
 
     def __init__(self) -> None:
         super().__init__()
@@ -38,14 +47,17 @@ class QueueScreen(Screen[None]):
         self.columns: list[ColumnKey] = []
         self._header_text = Text()
         self.search: str | None = None
-        """The search submitted last: one still being typed filters nothing, even when the rows are
-        rebuilt because another process wrote."""
+        """The search in force (set once typing pauses), kept when another process's write
+        rebuilds the rows."""
+        self.everything = False
+        """Show every trajectory, not only the annotator's assignments."""
+        self._search_timer = None
 
     def compose(self) -> ComposeResult:
         db = self.app.db
         yield Static(id="queue-header")
         with Horizontal(id="queue-filters"):
-            yield Input(placeholder="/ full-text search in steps", id="search")
+            yield Input(placeholder="/ search titles, ids, steps", id="search")
             yield Select([(v, v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
             yield Select([(v, v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
             yield Select(
@@ -74,7 +86,7 @@ class QueueScreen(Screen[None]):
         return None if value is Select.NULL else str(value)
 
     def _query(self) -> list[work.QueueRow]:
-        return work.queue(
+        rows = work.queue(
             self.app.db,
             self.app.annotator,
             system=self._filter("system"),
@@ -82,7 +94,12 @@ class QueueScreen(Screen[None]):
             status=self._filter("status"),
             search=self.search,
             tag=self.app.tag,
+            everything=self.everything or self.app.adjudicate is not None,
         )
+        if self.app.adjudicate is not None:
+            wanted = set(to_adjudicate(self.app.db, *self.app.adjudicate, self.app.taxonomy))
+            rows = [r for r in rows if r.summary.id in wanted]
+        return rows
 
     def _cells(self, r: work.QueueRow) -> list[Text]:
         s = r.summary
@@ -136,7 +153,7 @@ class QueueScreen(Screen[None]):
         self._header()
 
     def _header(self) -> None:
-        p = work.progress(self.app.db, self.app.annotator)
+        p = work.progress(self.app.db, self.app.annotator, self.app.taxonomy.mode_ids)
         out = Text()
         out.append("Queue of ", style="bold")
         out.append_text(line(self.app.annotator, 30, "bold #5fafff"))
@@ -146,16 +163,46 @@ class QueueScreen(Screen[None]):
         out.append(f"   showing {len(self.rows)}", style="grey62")
         if not p.total:
             out.append("   nothing to annotate yet: mast import PATH, or mast annotate PATH", style="bold #ffd75f")
+        elif not self.rows and self.search:
+            out.append("   nothing matches ", style="bold #ffd75f")
+            out.append_text(line(self.search, 30, "bold #ffd75f"))
+        if p.team is not None:
+            out.append("\n")
+            out.append(summary_line(p.team), style="#87afd7")
+            out.append("   showing all (a: mine only)" if self.everything else "   a: show all", style="grey62")
         if self.app.blind:
             out.append("   [BLIND]", style="bold #ff8787")
+        if self.app.adjudicate is not None:
+            out.append("   adjudicating ", style="bold #87d75f")
+            out.append_text(line(" / ".join(self.app.adjudicate), 40, "bold #87d75f"))
+            out.append(": C then d on a trajectory", style="#87d75f")
         if out != self._header_text:
             self._header_text = out
             self.query_one("#queue-header", Static).update(out)
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        self._search_timer = self.set_timer(self.SEARCH_DEBOUNCE_S, lambda: self._run_search(event.value))
+
+    def _run_search(self, value: str) -> None:
+        search = value.strip() or None
+        if search != self.search:
+            self.search = search
+            self.reload()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.search = event.value.strip() or None
-        self.reload()
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        self._run_search(event.value)
         self.query_one(DataTable).focus()
+
+    def action_toggle_everything(self) -> None:
+        if not work.has_assignments(self.app.db, self.app.annotator):
+            self.notify("you have no assignments: every trajectory is listed")
+            return
+        self.everything = not self.everything
+        self.reload()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         self.reload()

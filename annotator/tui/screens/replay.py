@@ -29,6 +29,11 @@ from annotator.tui.widgets.text import line
 FAILED = object()
 
 
+def _kept(by_mode: dict[str, list]) -> dict[str, list]:
+    """The modes that still have something to show."""
+    return {m: items for m, items in by_mode.items() if items}
+
+
 class ReplayScreen(Screen[None]):
     """One trajectory, replayed for one annotator."""
 
@@ -57,6 +62,8 @@ class ReplayScreen(Screen[None]):
         self.cursor = 0
         self.mode_cursor = 0
         self.full = False
+        self._total = 0
+        """The length of the step under the cursor (its content may be shown cut to its head)."""
         self.search_query = ""
         self.compare_marks: dict[int, str] = {}
         self.refused: tuple | None = None
@@ -113,10 +120,14 @@ class ReplayScreen(Screen[None]):
     def _refresh_labels(self) -> None:
         view = self.session.view(blind=self.blind)
         labels, suggestions, others = view.labels, view.suggestions, view.others
-        # In replay mode an attribution shows once its step is revealed: it would tell the end.
+        # In replay mode what points past the revealed step (an attribution, a suggestion citing a
+        # later step, someone's onset further on) shows once that step is revealed: it would tell the end.
         attributions = [
             a for a in self.attributions if self.review_mode or (a.step is not None and a.step <= self.revealed)
         ]
+        if not self.review_mode:
+            suggestions = _kept({m: [s for s in v if max(s.cited_steps, default=0) <= self.revealed] for m, v in suggestions.items()})
+            others = _kept({m: [o for o in v if (o.onset_step or 0) <= self.revealed] for m, v in others.items()})
         mode = self.taxonomy.modes[self.mode_cursor]
         self.query_one(TaxonomyPanel).show(
             PanelState(self.taxonomy, mode.id, labels, suggestions, others, attributions)
@@ -155,12 +166,13 @@ class ReplayScreen(Screen[None]):
         self.full = False
         self._show_step()
 
-    def _show_step(self) -> None:
+    def _show_step(self, highlight: str = "") -> None:
         if self.full:
             step = self.session.step(self.cursor)
-            self.query_one(StepView).show(step, len(step.content))
+            self.query_one(StepView).show(step, len(step.content), highlight)
         else:
-            self.query_one(StepView).show(*self.session.step_head(self.cursor))
+            step, self._total = self.session.step_head(self.cursor)
+            self.query_one(StepView).show(step, self._total, highlight)
 
     def _guard(self, fn, *args):
         """Run a session call; an expected failure becomes a status message (and FAILED), not a crash.
@@ -196,6 +208,9 @@ class ReplayScreen(Screen[None]):
     # ---- navigation
 
     def action_cursor(self, delta: int) -> None:
+        if delta > 0 and not self.review_mode and self.cursor == self._visible() - 1 < self.n_steps - 1:
+            self._say("last revealed step · space reveals the next, R shows them all")
+            return
         self._move(self.cursor + delta)
 
     def action_first(self) -> None:
@@ -219,8 +234,7 @@ class ReplayScreen(Screen[None]):
         if not self.review_mode:
             self.revealed = self.cursor
         self._move(self.cursor)
-        if self.attributions:
-            self._refresh_labels()
+        self._refresh_labels()
         self.query_one("#replay-header", Static).update(self._header())
         self._say("review mode: every step is listed" if self.review_mode else "replay mode: space reveals the next step")
 
@@ -232,6 +246,9 @@ class ReplayScreen(Screen[None]):
             view.scroll_page_up(animate=False)
 
     def action_full(self) -> None:
+        if self.full or self._total <= len(self.session.step_head(self.cursor)[0].content):
+            self._say("this step is shown whole")
+            return
         self.full = True
         self._show_step()
 
@@ -248,10 +265,9 @@ class ReplayScreen(Screen[None]):
         self._revealed_attribution(before)
 
     def _revealed_attribution(self, before: int) -> None:
-        """Redraw the labels when a step revealed since ``before`` (in replay mode) carries an attribution."""
-        if not self.review_mode and any(
-            a.step is not None and before < a.step <= self.revealed for a in self.attributions
-        ):
+        """Redraw the labels when steps were revealed since ``before`` (in replay mode): an
+        attribution, a suggestion or someone's verdict may point at one of them."""
+        if not self.review_mode and self.revealed != before:
             self._refresh_labels()
 
     def action_jump_cited(self) -> None:
@@ -378,6 +394,7 @@ class ReplayScreen(Screen[None]):
             later = [i for i in hits if i > self.cursor]
             target = later[0] if later else hits[0]
             self._jump(target)
+            self._show_step(highlight=text)
             self._say(f"match {hits.index(target) + 1} of {len(hits)} at step {target} · / enter: next")
 
         self.app.push_screen(TextPrompt("Search this trajectory", self.search_query), find)
@@ -405,7 +422,7 @@ class ReplayScreen(Screen[None]):
 
             self._say(f"{mode_id}: A onset {onset(left)}, B onset {onset(right)} · o jumps between them")
 
-        self.app.push_screen(CompareScreen(self.session, self.taxonomy), jump)
+        self.app.push_screen(CompareScreen(self.session, self.taxonomy, self.cursor, self.app.adjudicate), jump)
 
     def action_back(self) -> None:
         self.session.close()

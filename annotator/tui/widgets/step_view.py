@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 import orjson
-from rich.cells import chop_cells
+from rich.cells import cell_len, chop_cells
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.segment import Segment
@@ -128,6 +128,16 @@ def wrap_plain(text: str, width: int) -> list[str]:
     return out
 
 
+#: How a search's words are marked in the step.
+_MATCH = Style(bgcolor="#ffd75f", color="black", bold=True)
+
+
+def _styled(strip: Strip, start: int, end: int, style: Style) -> Strip:
+    """``strip`` with cells ``start`` to ``end`` drawn in ``style`` on top."""
+    marked = Segment.apply_style(strip.crop(start, end), post_style=style)
+    return Strip.join([strip.crop(0, start), Strip(list(marked)), strip.crop(end)])
+
+
 class StepView(ScrollView, can_focus=False):
     """Scrollable view of one step, rendered once per step into lines that scroll without redrawing."""
 
@@ -142,12 +152,26 @@ class StepView(ScrollView, can_focus=False):
         self._lines: list[Strip | str] = []  # a str is a plain line of a long content, made a Strip when drawn
         self._width = 0
         self._base_style = Style()
+        self._words: re.Pattern | None = None
 
-    def show(self, step: Step | None, total: int = 0) -> None:
-        """Show ``step``; its content may be the first part of ``total`` characters."""
+    def show(self, step: Step | None, total: int = 0, highlight: str = "") -> None:
+        """Show ``step``; its content may be the first part of ``total`` characters. The words of
+        ``highlight`` (a search) are marked, and the view scrolls to the first line holding one."""
         self._step, self._total = step, max(total, len(step.content) if step else 0)
+        words = re.findall(r"\w+", highlight)
+        self._words = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
         self._layout_lines(self.scrollable_content_region.width)
-        self.scroll_to(y=0, animate=False, immediate=True)
+        first = self.first_match()
+        self.scroll_to(y=max(0, (first or 0) - 2), animate=False, immediate=True)
+
+    def first_match(self) -> int | None:
+        """The first line holding a highlighted word, if any."""
+        if self._words is None:
+            return None
+        for i, line in enumerate(self._lines):
+            if self._words.search(line if isinstance(line, str) else line.text):
+                return i
+        return None
 
     def on_resize(self) -> None:
         self._layout_lines(self.scrollable_content_region.width)
@@ -186,12 +210,15 @@ class StepView(ScrollView, can_focus=False):
         if index >= len(self._lines):
             return Strip.blank(self._width, self._base_style)
         strip = self._line(index)
+        if self._words is not None:
+            text = strip.text
+            for m in self._words.finditer(text):
+                strip = _styled(strip, cell_len(text[: m.start()]), cell_len(text[: m.end()]), _MATCH)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(index)) is not None:
             start, end = span
             end = strip.cell_length if end == -1 else end
-            marked = Segment.apply_style(strip.crop(start, end), post_style=self.screen.get_component_rich_style("screen--selection"))
-            strip = Strip.join([strip.crop(0, start), Strip(list(marked)), strip.crop(end)])
+            strip = _styled(strip, start, end, self.screen.get_component_rich_style("screen--selection"))
         return strip.apply_style(self._base_style).apply_offsets(0, index)
 
     def _line(self, index: int) -> Strip:

@@ -8,6 +8,7 @@ the annotator's own labels are passed in.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -21,8 +22,10 @@ from annotator.models import Attribution, Label
 from annotator.taxonomy import Taxonomy
 from annotator.text import inert, one_line
 
-#: Columns for a mode name: the longest MAST name fits (a narrow terminal gets fewer).
+#: Columns for a mode name: the longest MAST name fits (a narrow terminal wraps it).
 NAME_WIDTH = 33
+#: Columns of a mode's line before its name: key and code.
+_LEAD = 9
 #: Columns of a mode's line besides its name: key, code, and the verdict with onset and evidence.
 _LINE_EXTRA = 21
 
@@ -67,6 +70,18 @@ def _suggestion(s: Suggestion) -> Text:
     return out
 
 
+def _reasons(s: Suggestion, width: int) -> Text:
+    """Why the run suggests the mode (a rule's finding, a judge's rationale) and the quote it
+    cites, wrapped: shown for the mode under the cursor."""
+    out = Text()
+    for prefix, value in (("why: ", s.label.rationale), ("quote: ", s.label.quote and f'"{s.label.quote}"')):
+        if value:
+            lead = 6 + len(prefix)
+            for i, chunk in enumerate(textwrap.wrap(one_line(value, 600), max(10, width - lead))):
+                out.append(("      " + prefix if i == 0 else " " * lead) + chunk + "\n", style="italic #d7afff")
+    return out
+
+
 def _others(others: list[Label], width: int) -> Text:
     """Other people's verdicts on one line: who tagged it (and where), how many said absent."""
     tagged = [o.annotator + (f" @{o.onset_step}" if o.onset_step is not None else "") for o in others if o.verdict == "present"]
@@ -77,19 +92,24 @@ def _others(others: list[Label], width: int) -> Text:
 
 def render_panel(state: PanelState, width: int = NAME_WIDTH + _LINE_EXTRA) -> Text:
     """The panel for ``width`` columns: mode names and one-line details are cut to fit."""
-    name_width = max(8, min(NAME_WIDTH, width - _LINE_EXTRA))
     out = Text()
     tax = state.taxonomy
     for cat in tax.categories:
         out.append(f"{cat.id} {cat.name}\n", style="bold underline")
         for mode in tax.modes_in(cat.id):
+            own = state.labels.get(mode.id)
+            verdict = _own(own)
+            # The name takes what the verdict leaves; one that does not fit wraps, never cut.
+            name_width = max(8, min(NAME_WIDTH, width - _LEAD - 1 - verdict.cell_len))
+            names = textwrap.wrap(mode.name, name_width) or [""]
             line = Text()
             line.append(f" {mode.hotkey} ", style="bold reverse")
             line.append(f" {mode.code:<4} ", style="bold")
-            line.append(one_line(mode.name, name_width).ljust(name_width))
+            line.append(names[0].ljust(name_width))
             line.append(" ")
-            own = state.labels.get(mode.id)
-            line.append_text(_own(own))
+            line.append_text(verdict)
+            for more in names[1:]:
+                line.append("\n" + " " * _LEAD + more)
             if mode.id == state.cursor:
                 line.stylize("on #3a3a5f")
             out.append_text(line)
@@ -102,6 +122,8 @@ def render_panel(state: PanelState, width: int = NAME_WIDTH + _LINE_EXTRA) -> Te
             for s in state.suggestions.get(mode.id, []):
                 out.append_text(_suggestion(s))
                 out.append("\n")
+                if mode.id == state.cursor:
+                    out.append_text(_reasons(s, width))
             others = state.others.get(mode.id, [])
             if others:
                 out.append_text(_others(others, width))

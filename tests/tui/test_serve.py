@@ -1,0 +1,150 @@
+"""``mast serve`` end to end: the real server, real headless Chromium driven by Playwright.
+
+A browser opens the URL with the token and a name, reaches the queue, opens a trajectory,
+tags a mode, and the tag is in the database (and still there after a reload, in a new app);
+requests without the token are refused on every route, the websocket included; a non-local
+address gets a generated token printed once in the URL.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from annotator.store import labels, open_db
+from annotator.tui.serve import needs_token
+from tests.tui.conftest import build_db
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed; .ci/run installs it")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(db: Path, *args: str) -> tuple[subprocess.Popen, int, str]:
+    """``mast serve`` in a process of its own; returns it, its port and the URL it printed."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(db), "serve", "--port", str(port), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = proc.stdout.readline()
+    assert "mast serve: open http://" in line, line
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # it says so as it starts, before it listens
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    return proc, port, line.split("open ", 1)[1].strip()
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _wait_drawn(page, timeout: float = 60.0) -> None:
+    """Until the app has drawn its screen in the terminal (a canvas: the picture grows) and settled."""
+    page.wait_for_selector("#terminal.-connected", timeout=timeout * 1000)
+    blank = len(page.screenshot())
+    deadline, last = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline:
+        size = len(page.screenshot())
+        if size > 1.5 * blank and abs(size - last) < 0.02 * size:
+            return
+        last = size
+        time.sleep(0.5)
+    raise AssertionError("the app never drew its screen")
+
+
+def _wait_label(db_path: Path, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        db = open_db(db_path)
+        try:
+            found = labels.current_labels(db, "t1", "alice")
+        finally:
+            db.close()
+        if found:
+            return found
+        time.sleep(0.3)
+    return []
+
+
+def test_a_browser_tags_a_mode_and_it_is_stored(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    proc, port, url = _start(db_path, "--token", "s3cret")
+    try:
+        assert url == f"http://127.0.0.1:{port}/?token=s3cret"
+        base = f"http://127.0.0.1:{port}"
+        for path in ("/", "/?annotator=alice", "/static/js/textual.js", "/ws", "/ws/anything", "/?token=wrong"):
+            assert _status(base + path) == 403, path
+        with sync_playwright() as p:
+            # Playwright gives every launch a fresh profile of its own (it refuses --user-data-dir).
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            page.goto(url + "&annotator=alice")
+            _wait_drawn(page)
+            page.screenshot(path=str(tmp_path / "queue.png"))
+            page.click("#terminal")
+            page.keyboard.press("Enter")  # opens Task t1, at step 0
+            time.sleep(2)
+            page.keyboard.press("1")  # tags FM-1.1 there
+            stored = _wait_label(db_path)
+            assert [(lab.mode_id, lab.verdict, lab.onset_step) for lab in stored] == [("FM-1.1", "present", 0)]
+            page.reload()
+            _wait_drawn(page)
+            assert [lab.mode_id for lab in _wait_label(db_path)] == ["FM-1.1"], "kept across a reload (a new app)"
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_a_page_without_a_name_asks_for_one_and_escapes_it(tmp_path):
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    proc, port, url = _start(db_path)
+    try:
+        assert url == f"http://127.0.0.1:{port}/", "local: no token"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert b"Your name on the labels" in response.read()
+        with urllib.request.urlopen(url + "?annotator=%3Cb%3E%1b", timeout=10) as response:
+            page = response.read()
+        assert b"<b>" not in page and b"printable characters" in page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_a_non_local_address_gets_a_token_printed_once(tmp_path):
+    assert needs_token("0.0.0.0") and not needs_token("127.0.0.1")
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    proc, port, url = _start(db_path, "--host", "0.0.0.0")
+    try:
+        token = url.split("?token=", 1)[1]
+        assert len(token) >= 24
+        assert _status(f"http://127.0.0.1:{port}/") == 403
+        assert _status(f"http://127.0.0.1:{port}/?token={token}") == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
