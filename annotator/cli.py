@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 import orjson
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -642,10 +643,78 @@ def _emit(doc, fmt: str, path: str | None) -> None:
     err.print(Text(f"wrote {path}", style="dim"))
 
 
+def _print_sources(listed, console) -> None:
+    from annotator.label_sources import KINDS
+    from annotator.text import inert
+
+    table = Table(title="Label sources", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("source", overflow="fold", min_width=min(30, max(len(s.name) for s in listed)))
+    table.add_column("kind", no_wrap=True)
+    table.add_column("finished", justify="right", no_wrap=True)
+    table.add_column("modes covered", overflow="fold")
+    table.add_column("last activity (UTC)", no_wrap=True)
+    for s in listed:
+        modes = f"{len(s.modes)} of {s.codebook_modes}" + (f": {', '.join(s.modes)}" if 0 < len(s.modes) < s.codebook_modes
+                                                            else "")
+        table.add_row(Text(inert(s.name)), KINDS[s.kind].title, f"{s.finished:,}", modes,
+                      (s.last_activity or "-")[:19].replace("T", " "))
+    console.print(table)
+
+
+def _listed_sources(db, taxonomy):
+    from annotator.report.source_list import summaries
+
+    return summaries(db, taxonomy)
+
+
+def _source_or_exit(db, taxonomy, command: str) -> str:
+    """The only label source when --source is not given; else list them and exit 2."""
+    from annotator.report.source_list import SourceNeeded, only_source
+
+    listed = _listed_sources(db, taxonomy)
+    try:
+        name = only_source(listed, command)
+    except SourceNeeded as exc:
+        if listed:
+            _print_sources(listed, err)
+        _fail(str(exc), code=2)
+    err.print(Text(f"source: {name} (the only label source)", style="dim"))
+    return name
+
+
+@main.command("sources")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
+@_TAXONOMY_OPTION
+@click.pass_context
+@handled
+def sources_cmd(ctx, as_json, taxonomy_path):
+    """Every label source: name, kind, trajectories finished, modes covered, last activity.
+
+    Kinds: person (labels in the annotator; finished = marked done), run (a pre-labelling run,
+    run:<id>; finished = a verdict on every mode it covers), imported human set and imported
+    judge set (finished = has labels), consensus (the majority of two or more people).
+
+    \b
+    Examples:
+      mast sources
+      mast sources --json
+    """
+    listed = _listed_sources(_open(ctx), _taxonomy(taxonomy_path))
+    if as_json:
+        for s in listed:
+            sys.stdout.write(json_text(s.as_dict()) + "\n")
+        return
+    if not listed:
+        err.print(Text("no label sources yet: annotate, prelabel or import labels first", style="dim"))
+        return
+    _print_sources(listed, out)
+
+
 @main.command("report")
-@click.option("--source", "-s", default="consensus", show_default=True,
+@click.option("--source", "-s",
               help="Whose labels: a person, run:<id>, an imported set (mad-llm, mad-human-2), consensus"
-                   " (majority of the people who marked a trajectory done) or consensus:alice,bob.")
+                   " (majority of the people who marked a trajectory done) or consensus:alice,bob."
+                   " Default: the only source, if there is one (see `mast sources`).")
 @click.option("--by", default="system,model", show_default=True, help="Grouping columns (system, model, benchmark).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
@@ -681,8 +750,10 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
     """
     from annotator.report.document import build_report
 
+    db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
+    source = source or _source_or_exit(db, taxonomy, "report")
     doc = build_report(
-        _open(ctx), source, _taxonomy(taxonomy_path), flt, by=tuple(_sources((by,))), seed=seed,
+        db, source, taxonomy, flt, by=tuple(_sources((by,))), seed=seed,
         replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
         audit=audit, audit_sample=audit_sample,
     )
@@ -690,8 +761,9 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
 
 
 @main.command("agreement")
-@click.option("--source", "-s", "sources", multiple=True, required=True,
-              help="A label source (repeat, or comma-separated): person, run:<id>, imported set, consensus.")
+@click.option("--source", "-s", "sources", multiple=True,
+              help="A label source (repeat, or comma-separated): person, run:<id>, imported set, consensus."
+                   " Without it the sources are listed (see `mast sources`).")
 @click.option("--reference", "-r", help="The source the others are scored against (precision, recall, F1, κ).")
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="terminal", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="Write to this file.")
@@ -722,8 +794,15 @@ def agreement_cmd(ctx, sources, reference, fmt, output, seed, replicates, tolera
     """
     from annotator.report.agreement_report import build_agreement
 
+    db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
+    if not sources:
+        listed = _listed_sources(db, taxonomy)
+        if listed:
+            _print_sources(listed, err)
+        _fail("agreement: name two or more label sources with --source", code=2)
     doc = build_agreement(
-        _open(ctx), _sources(sources), _taxonomy(taxonomy_path), flt, reference=reference, seed=seed, replicates=replicates, tolerance=tolerance,
+        db, _sources(sources), taxonomy, flt, reference=reference, seed=seed, replicates=replicates,
+        tolerance=tolerance,
     )
     _emit(doc, fmt, output)
 

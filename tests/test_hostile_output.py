@@ -90,6 +90,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "export": [["-s", ANNOTATOR, "--format", f] for f in ("jsonl", "csv", "wide-csv", "mad-json")],
     "prelabel": [["--labeller", "rules", "-q"], ["--model", "m", "--dry-run", "--system", "sys" + HOSTILE]],
     "taxonomy": [[], ["--json"]],
+    "sources": [[], ["--json"]],
     "formats": [[]],
     "annotate": [["--help"]],
     "assign": [["--annotators", ANNOTATOR + ",bob", "--overlap", "0.5"]],

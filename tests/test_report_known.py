@@ -152,3 +152,26 @@ def test_first_onset_against_who_and_when_attributions(db, shared_data):
     same = [get_step(db, t1, a1.step).agent == a1.agent, get_step(db, t2, a2.step + 2).agent == a2.agent]
     assert row["with_agent"] == 2 and row["same_agent"] == pytest.approx(sum(same) / 2)
     assert same[0]  # the blamed step is the blamed agent's
+
+
+def test_who_and_when_step_and_agent_accuracy(db, shared_data):
+    """Who&When's scores: every attributed trajectory counts, one without an onset is a miss."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from annotator.importers.importing import import_paths
+    from annotator.store.attributions import attributions
+    from annotator.store.steps import get_step
+
+    files = [shared_data / "who_and_when" / f"Hand-Crafted_{i}.json" for i in (1, 2, 3)]
+    assert not import_paths(db, files).failed
+    (t1, a1), (t2, a2), (t3, _) = sorted({a.trajectory_id: a for a in attributions(db)}.items())
+    label_all(db, t1, "alice", {"FM-1.1": a1.step})  # right step (and so the blamed agent's)
+    label_all(db, t2, "alice", {"FM-3.2": a2.step + 2})  # two steps late
+    label_all(db, t3, "alice", set())  # no onset: a miss
+    row = build_report(db, "alice", TAX, replicates=0).table("attributions").records[0]
+    assert (row["attributed"], row["step_n"], row["trajectories"]) == (3, 3, 2)
+    assert row["step_accuracy"] == pytest.approx(1 / 3)
+    lo, hi = proportion_confint(1, 3, alpha=0.05, method="wilson")
+    assert (row["step_accuracy_ci_low"], row["step_accuracy_ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    late_same = get_step(db, t2, a2.step + 2).agent == a2.agent
+    assert row["agent_n"] == 3 and row["agent_accuracy"] == pytest.approx((1 + late_same) / 3)

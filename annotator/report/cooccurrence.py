@@ -14,7 +14,8 @@ from annotator.report.tables import num
 
 
 def cooccurrence(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
-    """One record per ordered pair of modes (i ≤ j): count together, lift."""
+    """One record per pair of distinct modes (i < j): count together, lift (a mode with itself
+    says nothing and is left out)."""
     p = (present & known).astype(np.int64)
     k = known.astype(np.int64)
     both = p.T @ p  # trajectories with i and j present
@@ -23,9 +24,9 @@ def cooccurrence(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[d
     out = []
     ids = frame.mode_ids
     for i in range(len(ids)):
-        for j in range(i, len(ids)):
+        for j in range(i + 1, len(ids)):
             n = n_both[i, j]
             expected = n_i[i, j] * n_i[j, i] / n if n else 0
             out.append({"mode": ids[i], "with": ids[j], "together": int(both[i, j]), "n": int(n),
-                        "lift": num(both[i, j] / expected) if expected and i != j else None})
+                        "lift": num(both[i, j] / expected) if expected else None})
     return out

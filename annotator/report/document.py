@@ -103,6 +103,51 @@ def _mean_modes_interval(sums: np.ndarray, failed: np.ndarray) -> dict:
             "mean_modes_succeeded_boot_low": num(lo[1]), "mean_modes_succeeded_boot_high": num(hi[1])}
 
 
+def _grouping(frame: Frame, by: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The grouping columns with more than one level, and a line of why for each left out."""
+    grouped, why = [], []
+    for column in by:
+        levels = np.unique(frame.groups[column])
+        if len(levels) > 1:
+            grouped.append(column)
+        else:
+            only = f" ({levels[0]})" if len(levels) else ""
+            why.append(f"By {column}: left out, every trajectory has the same {column}{only}.")
+    return grouped, why
+
+
+def _onset_section(db: Database, frame: Frame, present: np.ndarray, onset: np.ndarray) -> Section:
+    """Where things break: onsets per mode, where in the run they fall, and against attributions;
+    the tables are left out, with a line of why, when the source recorded no onset."""
+    on, rel, first = onsets.onset_matrices(frame, present, onset)
+    if np.isnan(on).all():
+        return Section("Where things break", [], ["Onset tables left out: the source recorded no onset step."])
+    histogram = onsets.relative_histogram(rel)
+    tables = [
+        Table("onsets", "Onset step per mode (absolute, relative to length) and how often it comes first",
+              ["mode", "present", "with_onset", "onset_mean", "onset_median", "onset_q1", "onset_q3",
+               "relative_mean", "relative_median", "comes_first", "comes_first_share"],
+              onsets.onset_records(frame, present, on, rel, first)),
+        Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"], histogram,
+              [f"Bins from {histogram[-1]['to']} on hold no onset and are left out."] if histogram[-1]["to"] < 1 else []),
+    ]
+    attributed = onsets.against_attributions(db, frame, first)
+    if attributed:
+        tables.append(Table(
+            "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
+            ["attributed_by", "attributed", "step_n", "step_accuracy", "step_accuracy_ci_low",
+             "step_accuracy_ci_high", "agent_n", "agent_accuracy", "agent_accuracy_ci_low", "agent_accuracy_ci_high",
+             "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff", "with_agent",
+             "same_agent"], attributed,
+            ["Step and agent accuracy as Who&When scores attribution (Zhang et al., ICML 2025): the earliest onset"
+             " over all modes present is the predicted step, its agent the predicted agent; over every attributed"
+             " trajectory counted, a trajectory without an onset is a miss; Wilson 95% intervals. Steps compared"
+             " as integers, agents as whole names.",
+             "exact, within 1 and 3, abs diff, same agent: over the trajectories with an attributed step and an"
+             " onset by the source."]))
+    return Section("Where things break", tables)
+
+
 def build_report(
     db: Database,
     source: str,
@@ -150,7 +195,8 @@ def build_report(
     prev_tables = [Table("prevalence", "Prevalence per mode and category (share of trajectories, Wilson 95% CI)",
                          ["mode", "n", "count", "prevalence", "ci_low", "ci_high"],
                          prevalence.overall(frame, present, known), notes_cells)]
-    for column in by:
+    grouped, one_level = _grouping(frame, by)
+    for column in grouped:
         prev_tables.append(Table(f"prevalence_by_{column}", f"Prevalence by {column}",
                                  [column, "mode", "n", "count", "prevalence", "ci_low", "ci_high"],
                                  prevalence.by_group(frame, present, known, column)))
@@ -161,7 +207,9 @@ def build_report(
                                   " smallest expected count is below 5."]))
     prev_tables.append(Table("modes_per_trajectory", "Distinct modes per trajectory",
                              ["modes", "trajectories", "failed", "succeeded"],
-                             prevalence.distribution(counts, frame.failed, k)))
+                             prevalence.distribution(counts, frame.failed, k),
+                             [f"Rows past {int(counts.max())} modes hold no trajectory and are left out."]
+                             if len(counts) and counts.max() < k else []))
     means = prevalence.mean_modes(counts, frame.failed)
     if replicates:
         means[0].update(_mean_modes_interval(replicated["mean_modes"], frame.failed))
@@ -169,13 +217,13 @@ def build_report(
     prev_tables.append(Table("mean_modes", "Mean distinct modes per failed and per successful trajectory",
                              mean_cols + ([f"mean_modes_{o}_boot_{b}" for o in ("failed", "succeeded")
                                                        for b in ("low", "high")] if replicates else []), means))
-    for column in by:
+    for column in grouped:
         prev_tables.append(Table(f"mean_modes_by_{column}", f"Mean distinct modes per trajectory by {column}",
                                  [column, *mean_cols],
                                  prevalence.mean_modes(counts, frame.failed, frame.groups[column], column)))
     sections.append(Section("Prevalence", prev_tables,
                             ["Prevalence is the share of trajectories showing a mode, not the MAST paper's"
-                             " share of all flagged failure instances."]))
+                             " share of all flagged failure instances.", *one_level]))
 
     gaps = predictors.gap_records(frame, present, known, replicated.get("gap"))
     tests = predictors.table_records(frame, present, known)
@@ -206,29 +254,14 @@ def build_report(
 
     comp = [Table(f"compare_{c}", f"Each {c} against the rest", [c, "mode", "group_n", "group_prevalence", "rest_n",
                   "rest_prevalence", "diff_pp_group_minus_rest", "diff_ci_low_pp", "diff_ci_high_pp",
-                  "ratio_group_over_rest"], comparisons.group_vs_rest(frame, present, known, c)) for c in by]
+                  "ratio_group_over_rest"], comparisons.group_vs_rest(frame, present, known, c)) for c in grouped]
     sections.append(Section("Comparisons", [t for t in comp if t.records],
-                            ["diff = group minus rest in percentage points; ratio = group divided by rest."]))
+                            ["diff = group minus rest in percentage points; ratio = group divided by rest.",
+                             *one_level]))
     sections.append(Section("Co-occurrence", [Table("cooccurrence", "Modes together in a trajectory (count, lift)",
                                                     ["mode", "with", "together", "n", "lift"],
                                                     cooccurrence.cooccurrence(frame, present, known))]))
-    on, rel, first = onsets.onset_matrices(frame, present, lab.onset)
-    sections.append(Section("Where things break", [
-        Table("onsets", "Onset step per mode (absolute, relative to length) and how often it comes first",
-              ["mode", "present", "with_onset", "onset_mean", "onset_median", "onset_q1", "onset_q3",
-               "relative_mean", "relative_median", "comes_first", "comes_first_share"],
-              onsets.onset_records(frame, present, on, rel, first)),
-        Table("onset_histogram", "Onsets by position in the run (all modes)", ["from", "to", "onsets"],
-              onsets.relative_histogram(rel)),
-    ]))
-    attributed = onsets.against_attributions(db, frame, first)
-    if attributed:
-        sections[-1].tables.append(Table(
-            "attributions", "First onset against decisive-error attributions (the step and agent blamed)",
-            ["attributed_by", "trajectories", "exact", "within_1", "within_3", "mean_abs_diff", "median_abs_diff",
-             "with_agent", "same_agent"], attributed,
-            ["Over trajectories with an attributed step and at least one onset by the source; the first onset"
-             " is the earliest over all modes present."]))
+    sections.append(_onset_section(db, frame, present, lab.onset))
     head = header("report", frame, [source], seed, replicates)
     corrected_findings = []
     if audit is not None:

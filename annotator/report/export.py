@@ -27,7 +27,7 @@ from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
 from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
-from annotator.text import json_text, spreadsheet_cell
+from annotator.text import json_lines, json_text, spreadsheet_cell
 from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
@@ -70,15 +70,21 @@ def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: Tra
 
 
 def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dict]:
+    """The source's rows on the frame's trajectories: one query for those trajectories only, and
+    the trajectory fields built once per trajectory, not once per row."""
     modes = set(taxonomy.mode_ids)
     name = next(iter(frame.labels))
-    index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
-    for label in report_tables.current_label_dicts(db, name):
-        i = index.get(label["trajectory_id"])
-        if i is None or label["mode_id"] not in modes:
+    ids = frame.ids.tolist()
+    index = {tid: i for i, tid in enumerate(ids)}
+    head = {"format": LABEL_EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "source": name}
+    tid, fields = None, {}
+    for label in report_tables.current_label_dicts(db, name, ids):
+        if label["mode_id"] not in modes:
             continue
-        yield {"format": LABEL_EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "source": name, **label,
-               **_trajectory_fields(frame, i)}
+        if label["trajectory_id"] != tid:
+            tid = label["trajectory_id"]
+            fields = _trajectory_fields(frame, index[tid])
+        yield {**head, **label, **fields}
 
 
 def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
@@ -119,8 +125,7 @@ def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy,
                  filters: TrajectoryFilter | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
-        for r in long_rows(db, sources, taxonomy, filters):
-            out.write(json_text(r) + "\n")
+        out.writelines(json_lines(long_rows(db, sources, taxonomy, filters)))
         return
     if fmt == "mad-json":
         out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")

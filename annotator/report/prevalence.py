@@ -104,9 +104,10 @@ def modes_per_trajectory(present: np.ndarray) -> np.ndarray:
 
 
 def distribution(counts: np.ndarray, failed: np.ndarray, k: int) -> list[dict]:
-    """How many trajectories show 0, 1, ... k modes: all, failed, succeeded."""
+    """How many trajectories show 0, 1, ... modes (up to the most any shows, at most k): all,
+    failed, succeeded."""
     out = []
-    for m in range(k + 1):
+    for m in range(min(k, int(counts.max()) if len(counts) else 0) + 1):
         hit = counts == m
         out.append({"modes": m, "trajectories": int(hit.sum()), "failed": int((hit & (failed == FAILED)).sum()),
                     "succeeded": int((hit & (failed == SUCCEEDED)).sum())})

@@ -33,11 +33,18 @@ _KEYS = ("trajectory", "pair", "source", "attributed_by", "system", "model", "be
          "rank")
 
 
-def _width(header: str, cells: list[str]) -> int:
-    """Printed width of a column: its content, padding on both sides and the separator."""
+def _need(header: str, cells: list[str]) -> int:
+    """Width of a column's content: its widest cell (a text column at most its cap, wrapping
+    beyond it) and at least the longest word of its header (headers wrap between words)."""
     longest_word = max((len(w) for w in header.split("_")), default=1)
     widest = max((len(c) for c in cells), default=1)
-    return min(max(longest_word, widest), TEXT_COLUMNS.get(header, 10**6)) + 3
+    if header in TEXT_COLUMNS:
+        widest = min(widest, TEXT_COLUMNS[header])
+    return max(longest_word, widest)
+
+
+#: Printed columns besides the content: padding on both sides and the separator.
+_GUTTER = 3
 
 
 def _first_word(header: str) -> str:
@@ -59,7 +66,7 @@ def _units(headers: list[str], rest: list[int]) -> list[list[int]]:
 def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> list[list[int]]:
     """Column indices per printed table: the key columns, then as many others as fit (a
     statistic is never parted from its interval)."""
-    widths = [_width(h, [r[i] for r in rows]) for i, h in enumerate(headers)]
+    widths = [_need(h, [r[i] for r in rows]) + _GUTTER for i, h in enumerate(headers)]
     keys = [i for i, h in enumerate(headers) if h in _KEYS]
     rest = [i for i in range(len(headers)) if i not in keys]
     base = sum(widths[i] for i in keys)
@@ -75,24 +82,44 @@ def _column_groups(headers: list[str], rows: list[list[str]], width: int) -> lis
     return [sorted(g) for g in groups]
 
 
-def _print_table(table: Table, console: Console) -> None:
+def _widths(headers: list[str], rows: list[list[str]], cols: list[int], width: int) -> dict[int, int]:
+    """Each printed column's width: its content's, then widened towards its header on one line
+    and its longest text unwrapped while the table still fits. Widths are fixed, so rich never
+    crops a cell to fit."""
+    need = {i: _need(headers[i], [r[i] for r in rows]) for i in cols}
+    full = {i: max([len(heading(headers[i]))] + [len(r[i]) for r in rows]) for i in cols}
+    spare = width - sum(w + _GUTTER for w in need.values())
+    for i in sorted(cols, key=lambda c: full[c] - need[c]):  # the smallest shortfall first: most columns unwrapped
+        grow = min(max(0, full[i] - need[i]), max(0, spare))
+        need[i] += grow
+        spare -= grow
+    return need
+
+
+def rich_tables(table: Table, width: int) -> list[RichTable]:
+    """The table as one or more rich tables that fit ``width`` columns (the key columns repeated)."""
     headers, rows = display(table)
-    groups = _column_groups(headers, rows, console.width - 2)
-    for part, cols in enumerate(groups):
+    width -= 2
+    out = []
+    for part, cols in enumerate(_column_groups(headers, rows, width)):
         caption = table.title if part == 0 else f"{table.title} (continued)"
         rt = RichTable(title=Text(inert(caption), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
                        pad_edge=False, padding=(0, 1), header_style="bold")
-        for i in cols:
-            h = headers[i]
-            if h in TEXT_COLUMNS:
-                rt.add_column(Text(heading(h)), overflow="ellipsis", no_wrap=True, max_width=TEXT_COLUMNS[h])
-            else:  # numbers never wrap; their header may, word by word
-                widest = max([len(r[i]) for r in rows] + [len(w) for w in h.split("_")])
-                rt.add_column(Text(heading(h)), justify="right", overflow="fold", min_width=widest)
+        for i, w in _widths(headers, rows, cols, width).items():
+            if headers[i] in TEXT_COLUMNS:  # free text beyond its cap ends in an ellipsis (json/csv have it all)
+                rt.add_column(Text(heading(headers[i])), overflow="ellipsis", no_wrap=True, width=w)
+            else:  # numbers never wrap or crop; their header wraps between words
+                rt.add_column(Text(heading(headers[i])), justify="right", overflow="fold", width=w)
         for row in rows:
             rt.add_row(*(Text(inert(row[i])) for i in cols))
         if not rows:
             rt.add_row(*(Text("-") for _ in cols))
+        out.append(rt)
+    return out
+
+
+def _print_table(table: Table, console: Console) -> None:
+    for rt in rich_tables(table, console.width):
         console.print(rt)
     if note := shown_note(table):
         console.print(Text(f"{note}; all in --format json or csv", style="dim"))

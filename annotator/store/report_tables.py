@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
-from annotator.store._json import loads
+from annotator.store._json import dumps, loads
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -151,16 +151,21 @@ def decode_label(fields: dict) -> dict:
     return fields
 
 
-def current_label_dicts(db: Database, annotator: str) -> Iterator[dict]:
-    """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order.
+def current_label_dicts(db: Database, annotator: str, trajectory_ids: Sequence[str] | None = None) -> Iterator[dict]:
+    """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order,
+    only on ``trajectory_ids`` when given (one query: the ids go in as one JSON array).
 
     For exports of millions of labels: no model objects and nothing held beyond one row. JSON
     columns are decoded; ``created_at`` stays the ISO text it is stored as.
     """
+    where, params = "s.annotator = ?", [annotator]
+    if trajectory_ids is not None:
+        where += " AND s.trajectory_id IN (SELECT value FROM json_each(?))"
+        params.append(dumps(list(trajectory_ids)))
     cursor = db.execute(
         f"SELECT {', '.join('l.' + f for f in LABEL_FIELDS)} FROM label_state s JOIN labels l ON l.id = s.label_id"
-        " WHERE s.annotator = ? AND l.verdict IS NOT NULL ORDER BY s.trajectory_id, s.mode_id",
-        [annotator],
+        f" WHERE {where} AND l.verdict IS NOT NULL ORDER BY s.trajectory_id, s.mode_id",
+        params,
     )
     for row in cursor:
         yield decode_label(dict(zip(LABEL_FIELDS, row, strict=True)))
@@ -223,3 +228,22 @@ def reviewers(db: Database) -> list[str]:
             "SELECT DISTINCT annotator FROM review_state WHERE status = 'done' ORDER BY annotator"
         )
     ]
+
+
+def source_names(db: Database) -> list[str]:
+    """Every name labels or review states stand under (people, runs, imported sets), sorted."""
+    return [r[0] for r in db.execute(
+        "SELECT annotator FROM label_state UNION SELECT annotator FROM review_state ORDER BY 1")]
+
+
+def trajectory_ids(db: Database) -> list[str]:
+    """Every trajectory id, sorted."""
+    return [r[0] for r in db.execute("SELECT id FROM trajectories ORDER BY id")]
+
+
+def last_activity(db: Database) -> dict[str, str]:
+    """Per annotator, when it last wrote a label or changed a review state (ISO 8601 text)."""
+    return dict(db.execute(
+        "SELECT annotator, max(t) FROM (SELECT annotator, max(created_at) AS t FROM labels GROUP BY annotator"
+        " UNION ALL SELECT annotator, max(updated_at) FROM review_state GROUP BY annotator) GROUP BY annotator"
+    ).fetchall())

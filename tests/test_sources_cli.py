@@ -1,0 +1,59 @@
+"""`mast sources` lists every label source; report and agreement without --source use or list them."""
+
+from __future__ import annotations
+
+import orjson
+from click.testing import CliRunner
+from report_data import add_trajectory, label_all
+
+from annotator.cli import main
+from annotator.labelling.rules import DETECTORS
+
+
+def _invoke(db_path, *args):
+    return CliRunner().invoke(main, ["--db", str(db_path), *args], env={"COLUMNS": "100"})
+
+
+def test_sources_lists_every_kind(db, db_path, sample_db):
+    assert _invoke(db_path, "prelabel", "--labeller", "rules", "-q").exit_code == 0
+    for tid in ("p1", "p2"):
+        add_trajectory(db, tid)
+        label_all(db, tid, "alice", {"FM-1.1"})
+        label_all(db, tid, "bob", set())
+    r = _invoke(db_path, "sources", "--json")
+    assert r.exit_code == 0, r.output
+    rows = {row["name"]: row for row in map(orjson.loads, r.stdout.splitlines())}
+    assert {n: rows[n]["kind"] for n in rows} == {
+        "alice": "person", "bob": "person", "consensus": "consensus", "mad-human-1": "imported-human",
+        "mad-human-2": "imported-human", "mad-human-3": "imported-human", "run:1": "run"}
+    assert rows["run:1"]["trajectories_finished"] == 13
+    assert rows["run:1"]["modes_covered"] == sorted(DETECTORS)
+    assert rows["alice"]["trajectories_finished"] == 2 and len(rows["alice"]["modes_covered"]) == 14
+    assert rows["consensus"]["trajectories_finished"] == 2
+    assert rows["mad-human-1"]["trajectories_finished"] == 4
+    assert all(row["last_activity"] for row in rows.values())
+    table = _invoke(db_path, "sources")
+    assert table.exit_code == 0
+    assert "4 of 14: FM-1.3, FM-1.5," in table.stdout and "imported human set" in table.stdout
+
+
+def test_report_without_source_takes_the_only_one_or_lists_them(db, db_path):
+    add_trajectory(db, "t1")
+    label_all(db, "t1", "alice", {"FM-1.1"})
+    one = _invoke(db_path, "report", "--format", "json", "--bootstrap", "0")
+    assert one.exit_code == 0, one.output
+    assert orjson.loads(one.stdout)["header"]["sources"][0]["name"] == "alice"
+    assert "source: alice (the only label source)" in one.stderr
+    label_all(db, "t1", "run-import", {"FM-1.2"}, provenance="llm", done=False)
+    two = _invoke(db_path, "report")
+    assert two.exit_code == 2
+    assert "run-import" in two.stderr and "imported judge set" in two.stderr
+    assert "name a label source with --source; there are 2" in two.stderr
+    agreement = _invoke(db_path, "agreement")
+    assert agreement.exit_code == 2 and "name two or more label sources" in agreement.stderr
+    assert "alice" in agreement.stderr
+
+
+def test_report_without_source_on_an_empty_database(db, db_path):
+    r = _invoke(db_path, "report")
+    assert r.exit_code == 2 and "no label sources yet" in r.stderr
