@@ -20,6 +20,8 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
+	@echo "Auditing a judge's labels? Draw a sample and label it blind, without its suggestions:"
+	@echo "  $(MAST) sample -s run:1 -n 200 --tag audit-1 && $(MAST) annotate --tag audit-1 --blind"
 	$(MAST) --db mast.db annotate trajectories/
 
 test: $(VENV)/.installed-dev

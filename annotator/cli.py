@@ -92,7 +92,8 @@ def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> 
                      help="Only trajectories imported with this format (see `mast formats`)."),
         click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date (UTC)."),
         click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date (UTC)."),
-        click.option("--tag", help="Only trajectories whose metadata 'tags' list holds this value."),
+        click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit"
+                                   " sample's name, see `mast sample`)."),
     ]
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -615,12 +616,14 @@ def _until_signal(coro):
 @main.command("annotate")
 @click.argument("paths", nargs=-1)
 @click.option("--annotator", help="Your name on the labels (default: $MAST_ANNOTATOR, else the OS user).")
-@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task outcomes (agreement studies).")
+@click.option("--blind", is_flag=True, help="Hide suggestions, other annotators' labels, attributions and task"
+              " outcomes (audits, agreement studies); recorded with each review.")
+@click.option("--tag", help="Queue only trajectories with this tag (e.g. an audit sample from `mast sample`).")
 @click.option("--adjudicate", metavar="A,B", help="Decide the disagreements of these two people (queue: what they both finished and disagree on).")
 @click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False), help="A custom codebook file.")
 @click.pass_context
 @handled
-def annotate_cmd(ctx, paths, annotator, blind, adjudicate, taxonomy_path):
+def annotate_cmd(ctx, paths, annotator, blind, tag, adjudicate, taxonomy_path):
     """Open the annotation app: queue, step-by-step replay, tagging of failure modes.
 
     PATHS, if given, are imported first (files or folders, as with `mast import`; a file that
@@ -632,6 +635,7 @@ def annotate_cmd(ctx, paths, annotator, blind, adjudicate, taxonomy_path):
       mast annotate                          # annotate what is in ./mast.db
       mast --db study.db annotate runs/      # import runs/, then annotate
       mast annotate --annotator alice --blind
+      mast annotate --tag audit-1 --blind    # label an audit sample without the judge's suggestions
       mast annotate --taxonomy my-codebook.yaml
       mast annotate --annotator carol --adjudicate alice,bob
     """
@@ -648,7 +652,8 @@ def annotate_cmd(ctx, paths, annotator, blind, adjudicate, taxonomy_path):
     pair = tuple(_sources((adjudicate,))) if adjudicate else None
     if pair is not None and len(pair) != 2:
         _fail("--adjudicate takes two people: A,B")
-    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, adjudicate=pair)
+    app = make_app(settings.db, annotator or settings.annotator_name(), blind=blind, taxonomy=tax, adjudicate=pair,
+                   tag=tag)
     app.run()
     if app.store_trouble:
         _fail(app.store_trouble)
@@ -764,11 +769,15 @@ def sources_cmd(ctx, as_json, taxonomy_path):
               help="Bootstrap replicates over trajectories (0 = none).")
 @click.option("--rows", type=click.IntRange(0), default=50, show_default=True,
               help="Trajectories listed in terminal/md/html (json and csv list all).")
+@click.option("--audit", metavar="SOURCE",
+              help="People who labelled an audit sample of the source (a person, consensus, an imported set):"
+                   " adds the judge's estimates corrected by prediction-powered inference.")
+@click.option("--audit-sample", metavar="TAG", help="The audit sample (default: the newest drawn from the source).")
 @_filter_options()
 @_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, flt, taxonomy_path):
+def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audit_sample, flt, taxonomy_path):
     """Which failure modes the trajectories show, per system and model, and which predict failure.
 
     Counts only the trajectories the label source finished and says how many were left out
@@ -783,6 +792,7 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, flt, taxono
       mast report --source run:3 --by model --format html -o report.html
       mast report --source consensus --outcome failure --format md
       mast report --source mad-llm --system AG2 --format json -o report.json
+      mast report --source run:3 --audit alice     # judge corrected by alice's blind audit (PPI)
     """
     from annotator.report.document import build_report
 
@@ -791,6 +801,7 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, flt, taxono
     doc = build_report(
         db, source, taxonomy, flt, by=tuple(_sources((by,))), seed=seed,
         replicates=replicates, row_limit=None if fmt in ("json", "csv") else rows,
+        audit=audit, audit_sample=audit_sample,
     )
     _emit(doc, fmt, output)
 
@@ -877,6 +888,53 @@ def export_cmd(ctx, sources, fmt, output, flt, taxonomy_path):
     err.print(Text(f"wrote {output}", style="dim"))
 
 
+@main.command("sample")
+@click.option("--source", "-s", required=True, help="The label source to audit, usually a judge's run:<id>.")
+@click.option("--size", "-n", type=click.IntRange(min=1), required=True, help="How many trajectories to draw.")
+@click.option("--tag", required=True, help="The sample's name; its trajectories carry it as a tag.")
+@click.option("--stratify", type=click.Choice(["verdict", "outcome", "system"]),
+              help="Stratify (equal allocation): by the source's verdict on --mode, by outcome or by system."
+                   " Default: simple random.")
+@click.option("--mode", metavar="FM-x.y", help="--stratify verdict: the mode (default: the rarest one the source flags).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
+@click.option("--system", help="Only trajectories of this system (MAS).")
+@click.option("--model", help="Only trajectories driven by this model.")
+@click.option("--benchmark", help="Only trajectories from this benchmark.")
+@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
+@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
+              help="A custom codebook file (default: the built-in MAST taxonomy).")
+@click.pass_context
+@handled
+def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benchmark, outcome, taxonomy_path):
+    """Draw an audit sample of the trajectories a label source finished, for people to label blind.
+
+    The sample and each trajectory's inclusion probability are stored under TAG; `mast annotate
+    --tag TAG --blind` queues exactly these trajectories, and `mast report -s SOURCE --audit NAME`
+    corrects the source's estimates with the audited labels (prediction-powered inference).
+
+    \b
+    Examples:
+      mast sample -s run:3 -n 200 --tag audit-1 --seed 7
+      mast sample -s run:3 -n 200 --tag audit-2 --stratify verdict --mode FM-2.4
+      mast annotate --tag audit-1 --blind --annotator alice
+    """
+    from annotator.report.sampling import draw
+
+    from annotator.views import TrajectoryFilter
+
+    flt = TrajectoryFilter(system=system, model=model, benchmark=benchmark, outcome=outcome)
+    sample, _ = draw(_open(ctx), source, size, tag, _taxonomy(taxonomy_path), flt, stratify=stratify, mode=mode,
+                     seed=seed)
+    design = f"stratified by {sample.stratify}, equal allocation" if sample.stratify else "simple random"
+    out.print(Text(f"sample {sample.tag}: {sample.size} of the {sample.population} trajectories {source} finished"
+                   f" ({design}, seed {sample.seed})", style="bold"), soft_wrap=True)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("stratum", "trajectories", "drawn", "inclusion probability"):
+        table.add_column(col, justify="left" if col == "stratum" else "right")
+    for stratum, (population, drawn) in sample.strata.items():
+        table.add_row(Text(stratum), str(population), str(drawn), f"{drawn / population:.4f}")
+    out.print(table)
+    out.print(Text(f"next: mast annotate --tag {sample.tag} --blind", style="dim"), soft_wrap=True)
 # ---- working as a team: assign / progress
 
 

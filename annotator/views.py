@@ -73,7 +73,8 @@ class TrajectoryFilter(BaseModel):
     source_format: str | None = Field(None, description="Only trajectories imported with this format.")
     since: datetime | None = Field(None, description="Only trajectories imported at or after this time.")
     until: datetime | None = Field(None, description="Only trajectories imported before this time.")
-    tag: str | None = Field(None, description="Only trajectories whose metadata 'tags' list holds this value.")
+    tag: str | None = Field(None, description="Only trajectories with this tag: a value of their metadata 'tags'"
+                                              " list, or the name of an audit sample (`mast sample`).")
     search: str | None = Field(None, description="Full-text query over step content.")
     review_status: str | None = Field(None, description="Status for `annotator` (not_started counts none).")
     annotator: str | None = Field(None, description="Whose review status `review_status` means.")

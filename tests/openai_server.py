@@ -24,7 +24,9 @@ answers every chat request 401 with the key echoed in the message, as some serve
 
 A request is logged with the first ``ID:<word>`` found in its messages (``marker``), so a
 test can tell which trajectory a request was about. The default answer marks FM-1.3 present at the first step containing ``LOOP`` (quoting it) and
-every other mode absent. ``supports_json_schema=False`` makes it answer ``json_schema`` requests
+every other mode absent. Canned answers: each ``JUDGE:FM-x.y`` in a step marks that mode present
+at the first step holding it, quoting the marker, so a generated corpus can give the judge any
+verdicts it likes (a judge of known error rates). ``supports_json_schema=False`` makes it answer ``json_schema`` requests
 with HTTP 500, as llama.cpp's server does.
 """
 
@@ -49,6 +51,7 @@ _MODE_ID = re.compile(r"^- (FM-\d\.\d) ", re.MULTILINE)
 _ORIGINAL_LINE = re.compile(r"(\d\.\d) ([^:\n]+?): <yes or no>")
 _FAULT = re.compile(r"FAULT:(\w+)")
 _MARKER = re.compile(r"ID:(\w+)")
+_CANNED = re.compile(r"JUDGE:(FM-\d\.\d)")
 TRANSIENT = {"429", "500", "hang", "drop", "garbage"}
 
 
@@ -62,7 +65,7 @@ class FakeOpenAI:
     """The server; use as a context manager. ``log`` lists every request it received."""
 
     def __init__(self, latency: float = 0.0, *, supports_json_schema: bool = True, hang_seconds: float = 5.0,
-                 retry_after: str = "1", rpm: float | None = None, tpm: float | None = None,
+                 retry_after: str = "1", port: int = 0, rpm: float | None = None, tpm: float | None = None,
                  burst_s: float = 1.0, ratelimit_headers: bool = False, reject_key: bool = False):
         self.latency = latency
         self.limits = {k: _Bucket(v, burst_s) for k, v in (("requests", rpm), ("tokens", tpm)) if v}
@@ -81,7 +84,7 @@ class FakeOpenAI:
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -192,9 +195,16 @@ class FakeOpenAI:
         if "schema" in faults:
             return json.dumps({"failure_modes": {"1.1": 0}, "summary": 3})
         modes = list(dict.fromkeys(_MODE_ID.findall(text)))
+        canned: dict[str, int] = {}
+        for i, content in steps:
+            for mode in _CANNED.findall(content):
+                canned.setdefault(mode, i)
         answers = []
         for mode in modes:
             entry: dict[str, Any] = {"mode_id": mode, "present": False}
+            if mode in canned:
+                entry.update(present=True, onset_step=canned[mode], quote=f"JUDGE:{mode}", rationale="canned",
+                             confidence=0.8)
             if mode == "FM-1.3" and loop is not None:
                 i, content = loop
                 at = content.index("LOOP")
@@ -391,3 +401,23 @@ def _batch(bid: str, input_file_id: str, status: str) -> dict[str, Any]:
         "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
         "request_counts": {"total": 0, "completed": 0, "failed": 0},
     }
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """Run the server in the foreground until interrupted (for trying the judge by hand)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible test server on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    args = parser.parse_args(argv)
+    with FakeOpenAI(args.latency, port=args.port) as server:
+        print(f"serving {server.base_url}", flush=True)
+        try:
+            server._stopping.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    serve()

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from db_trouble import (
+from tests.db_trouble import (
     damage_page,
     damage_text,
     file_size_limit,

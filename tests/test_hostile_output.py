@@ -79,10 +79,14 @@ COMMANDS: dict[str, list[list[str]]] = {
     "list": [[], ["--system", "sys" + HOSTILE], ["--json"]],
     "show": [["{id}"], ["{id}", "--step", "0"], ["{id}", "--raw"], [HOSTILE]],
     "report": [["-s", ANNOTATOR, "--bootstrap", "0", "--format", f] for f in ("terminal", "md", "json", "csv", "html")]
-    + [["-s", "nobody" + HOSTILE, "--bootstrap", "0"]],
+    + [["-s", "nobody" + HOSTILE, "--bootstrap", "0"]]
+    + [["-s", ANNOTATOR, "--audit", "alice" + HOSTILE, "--bootstrap", "0", "--format", f]
+       for f in ("terminal", "md", "csv", "html")] + [["-s", ANNOTATOR, "--audit", "alice" + HOSTILE, "--bootstrap", "0"]],
     "agreement": [["-s", ANNOTATOR, "-s", "alice" + HOSTILE, "--bootstrap", "0", "--format", f]
                   for f in ("terminal", "md", "json", "csv", "html")]
     + [["-s", ANNOTATOR, "-s", "alice" + HOSTILE, "--reference", "alice" + HOSTILE, "--bootstrap", "0"]],
+    "sample": [["-s", ANNOTATOR, "-n", "2", "--tag", "audit" + HOSTILE, "--seed", "1"],
+               ["-s", ANNOTATOR, "-n", "4", "--tag", "by-system" + HOSTILE, "--stratify", "system"]],
     "export": [["-s", ANNOTATOR, "--format", f] for f in ("jsonl", "csv", "wide-csv", "mad-json")],
     "prelabel": [["--labeller", "rules", "-q"], ["--model", "m", "--dry-run", "--system", "sys" + HOSTILE]],
     "taxonomy": [[], ["--json"]],

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from samples import long_line_jsonl, mast_traces, unlabelled_mad
+from tests.samples import long_line_jsonl, mast_traces, unlabelled_mad
 
 from annotator.cli import main
 from annotator.importers.accounting import WARNING_KINDS, Ledger, check

@@ -10,7 +10,7 @@ import zipfile
 import orjson
 import pytest
 from click.testing import CliRunner
-from samples import TRAJECTORIES
+from tests.samples import TRAJECTORIES
 
 from annotator.cli import main
 from annotator.importers.base import ImportOptions

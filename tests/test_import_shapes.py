@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from samples import MAD_HUMAN, TRAJECTORIES, long_line_jsonl, unlabelled_mad
+from tests.samples import MAD_HUMAN, TRAJECTORIES, long_line_jsonl, unlabelled_mad
 
 from annotator.cli import main
 from annotator.importers.detect import HEAD_BYTES, read_head

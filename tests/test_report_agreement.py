@@ -5,7 +5,7 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
-from report_data import MODES, add_trajectory, label_all
+from tests.report_data import MODES, add_trajectory, label_all
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 

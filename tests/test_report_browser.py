@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from report_data import add_trajectory, known_prevalence_db, label_all
+from tests.report_data import add_trajectory, known_prevalence_db, label_all
 
 from annotator.report import render_html
 from annotator.report.document import build_report

@@ -7,7 +7,7 @@ import io
 
 import orjson
 import pytest
-from report_data import MODES, add_trajectory, known_prevalence_db, label_all
+from tests.report_data import MODES, add_trajectory, known_prevalence_db, label_all
 
 from annotator.errors import NotFound, ReportError
 from annotator.importers.importing import import_paths

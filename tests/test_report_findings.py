@@ -6,7 +6,7 @@ import io
 
 import orjson
 import pytest
-from report_data import add_trajectory, known_prevalence_db, label_all
+from tests.report_data import add_trajectory, known_prevalence_db, label_all
 from rich.console import Console
 
 from annotator.report import render_csv, render_html, render_json, render_md, render_terminal

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from report_data import MODES, add_trajectory, known_prevalence_db, label_all
+from tests.report_data import MODES, add_trajectory, known_prevalence_db, label_all
 
 from annotator.errors import NotFound
 from annotator.models import LabelRun

@@ -97,7 +97,7 @@ def test_alpha_hand_and_reference_package():
 
 
 def test_fisher_risk_and_odds_ratio_hand(db):
-    from report_data import add_trajectory, label_all
+    from tests.report_data import add_trajectory, label_all
 
     from annotator.report.document import build_report
     from annotator.taxonomy import load_taxonomy
@@ -143,7 +143,7 @@ def test_benjamini_hochberg_hand():
 
 
 def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
-    from report_data import add_trajectory, label_all
+    from tests.report_data import add_trajectory, label_all
 
     from annotator.report import predictors
     from annotator.report.frame import build
@@ -185,7 +185,7 @@ def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
 
 
 def test_logit_clusters_by_task_when_tasks_repeat(db):
-    from report_data import add_trajectory, label_all
+    from tests.report_data import add_trajectory, label_all
 
     from annotator.report import predictors
     from annotator.report.frame import build
@@ -254,7 +254,7 @@ def test_bootstrap_count_formulas_match_the_libraries_on_resampled_data():
 
 
 def test_onset_differences_and_cooccurrence_lift(db):
-    from report_data import add_trajectory, label_all
+    from tests.report_data import add_trajectory, label_all
 
     from annotator.report.cooccurrence import cooccurrence
     from annotator.report.frame import build

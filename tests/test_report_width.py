@@ -11,7 +11,7 @@ import io
 
 import numpy as np
 import pytest
-from report_data import label_all
+from tests.report_data import label_all
 from rich.console import Console
 
 from annotator.report.agreement_report import build_agreement

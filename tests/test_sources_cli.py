@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 from click.testing import CliRunner
-from report_data import add_trajectory, label_all
+from tests.report_data import add_trajectory, label_all
 
 from annotator.cli import main
 from annotator.labelling.rules import DETECTORS

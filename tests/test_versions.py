@@ -7,7 +7,7 @@ import sqlite3
 
 import orjson
 from click.testing import CliRunner
-from report_data import known_prevalence_db
+from tests.report_data import known_prevalence_db
 
 from annotator import __version__
 from annotator.cli import main

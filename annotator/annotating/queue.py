@@ -53,12 +53,13 @@ def queue(
     status: ReviewStatus | None = None,
     search: str | None = None,
     everything: bool = False,
+    tag: str | None = None,
 ) -> list[QueueRow]:
     """The trajectories matching the filters, with this annotator's status and waiting suggestions.
 
     An annotator with assignments sees only those, unless ``everything``: then the others follow.
     """
-    flt = TrajectoryFilter(system=system, model=model, review_status=status, annotator=annotator)
+    flt = TrajectoryFilter(system=system, model=model, review_status=status, annotator=annotator, tag=tag)
     listed = list_trajectories(db, flt)
     if search:
         listed = _matching(db, listed, flt, search)

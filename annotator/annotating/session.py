@@ -102,6 +102,8 @@ class AnnotationSession:
     trajectory_id: str
     annotator: str
     taxonomy: Taxonomy
+    blind: bool = False
+    """Suggestions, other people's labels and outcomes are hidden: recorded with the review."""
     _undo: list[_Undo] = field(default_factory=list)
     _started: float = field(default_factory=monotonic)
 
@@ -242,7 +244,8 @@ class AnnotationSession:
             ids = label_store.add_labels(
                 self.db, [self._label(m, verdict="absent", onset_step=None) for m in absent]
             )
-            review.set_review(self.db, self.trajectory_id, self.annotator, "done", add_seconds=self._elapsed())
+            review.set_review(self.db, self.trajectory_id, self.annotator, "done", add_seconds=self._elapsed(),
+                              blind=self.blind)
         self._undo.append(_Undo("marked done", ids, previous))
         return absent
 
@@ -276,7 +279,8 @@ class AnnotationSession:
             for label_id in reversed(action.label_ids):
                 label_store.retract(self.db, label_id, self.annotator)
             if action.previous_status is not None:
-                review.set_review(self.db, self.trajectory_id, self.annotator, action.previous_status)
+                review.set_review(self.db, self.trajectory_id, self.annotator, action.previous_status,
+                                  blind=self.blind)
             if action.decision is not None:
                 label_store.record_decision(self.db, action.decision[0], self.annotator, action.decision[1])
         self._undo.pop()  # only once undone: a refused undo can be made again
@@ -286,7 +290,8 @@ class AnnotationSession:
         """Add the time spent since the last save to the review state (when work was started)."""
         state = review.get_review(self.db, self.trajectory_id, self.annotator)
         if state.status != "not_started":
-            review.set_review(self.db, self.trajectory_id, self.annotator, state.status, add_seconds=self._elapsed())
+            review.set_review(self.db, self.trajectory_id, self.annotator, state.status, add_seconds=self._elapsed(),
+                              blind=self.blind)
 
     # ---- helpers
 
@@ -318,7 +323,7 @@ class AnnotationSession:
 
     def _start(self) -> None:
         if self.status() == "not_started":
-            review.set_review(self.db, self.trajectory_id, self.annotator, "in_progress")
+            review.set_review(self.db, self.trajectory_id, self.annotator, "in_progress", blind=self.blind)
 
     def _elapsed(self) -> float:
         now = monotonic()

@@ -16,8 +16,10 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
+from annotator.label_sources import SourceKind
 from annotator.report import agreement as ag
 from annotator.report import bootstrap
+from annotator.report.anchoring import anchoring_section
 from annotator.report.document import header
 from annotator.report.frame import Frame, build
 from annotator.report.gwet import ac1_many_raters
@@ -344,6 +346,9 @@ def build_agreement(
                   reference_table(frame, reference, others, pairs, totals, reps, pair_recs, ceiling),
                   [ceiling_note, "The pooled row is micro-averaged over (trajectory × mode) cells."]),
         ]))
+        people = [s for s in others if frame.labels[s].source.kind is SourceKind.PERSON]
+        if frame.labels[reference].source.kind is SourceKind.RUN and people:
+            sections.append(anchoring_section(db, reference, people, taxonomy, filters, replicates, seed))
     per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",

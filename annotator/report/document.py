@@ -17,6 +17,7 @@ from annotator import __version__
 from annotator.errors import ReportError
 from annotator.label_sources import SourceKind
 from annotator.report import bootstrap, comparisons, cooccurrence, findings, onsets, predictors, prevalence
+from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, GROUP_COLUMNS, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Frame, build
 from annotator.report.tables import Document, Section, Table, num
 from annotator.taxonomy import Taxonomy
@@ -156,8 +157,12 @@ def build_report(
     seed: int = 0,
     replicates: int = 1000,
     row_limit: int | None = DISPLAY_ROWS,
+    audit: str | None = None,
+    audit_sample: str | None = None,
 ) -> Document:
-    """The full report over one label source, grouped ``by`` columns of GROUP_COLUMNS."""
+    """The full report over one label source, grouped ``by`` columns of GROUP_COLUMNS; with
+    ``audit`` (the people who checked a sample of it), also its estimates corrected by
+    prediction-powered inference."""
     unknown = [c for c in by if c not in GROUP_COLUMNS]
     if unknown:
         raise ReportError(f"unknown column(s) {', '.join(unknown)} to group by; choose from {', '.join(GROUP_COLUMNS)}")
@@ -258,8 +263,14 @@ def build_report(
                                                     cooccurrence.cooccurrence(frame, present, known))]))
     sections.append(_onset_section(db, frame, present, lab.onset))
     head = header("report", frame, [source], seed, replicates)
+    corrected_findings = []
+    if audit is not None:
+        corrected, head["audit"], corrected_findings = audit_section(db, source, audit, taxonomy, filters, by,
+                                                                     audit_sample)
+        sections.insert(1, corrected)
     head["strongest_predictor"] = top
     head["by"] = list(by)
     key = [*findings.counts(frame, group), *findings.top_modes(frame, present, known, group),
-           *findings.mean_modes(frame, counts, means[0], replicated.get("mean_modes_by_group"), group), supported]
+           *findings.mean_modes(frame, counts, means[0], replicated.get("mean_modes_by_group"), group), supported,
+           *corrected_findings]
     return Document("report", head, sections, key)

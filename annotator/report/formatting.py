@@ -170,6 +170,11 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
         lines.append(("strongest predictor", header.get("strongest_predictor") or "none supported (see key findings)"))
     if header.get("reference"):
         lines.append(("reference", header["reference"]))
+    if audit := header.get("audit"):
+        sample = audit["sample"]
+        drawn = (f"sample {sample['tag']} ({sample['stratify'] or 'simple random'}, {sample['size']} of"
+                 f" {sample['population']})" if sample else "no stored sample")
+        lines.append(("audit", f"{audit['audit']}: {audit['audited']} trajectories audited, {drawn}"))
     lines.append(("bootstrap", f"{header['bootstrap_replicates']} replicates over trajectories, seed {header['seed']}"))
     libs = ", ".join(f"{k} {v}" for k, v in header["libraries"].items())
     lines.append(("tool", f"mast-annotator {header['tool_version']} ({libs}); generated {header['generated_at']}"))

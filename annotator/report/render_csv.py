@@ -31,7 +31,7 @@ def render(doc: Document) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["table", "row", "column", "value"])
     for i, finding in enumerate(doc.findings):
-        w.writerow(["findings", i, finding.key, finding.text])
+        w.writerow(["findings", i, finding.key, spreadsheet_cell(finding.text)])
     fields: list[tuple[str, object]] = []
     _flatten("", doc.header, fields)
     for key, value in fields:

@@ -100,7 +100,7 @@ def run_spend(db: Database, run_id: int) -> Spend:
 
 
 def prompt_secret(db: Database) -> bytes:
-    """The database's key for tagging the judge's untrusted-data frame (made by migration 007)."""
+    """The database's key for tagging the judge's untrusted-data frame (made by migration 009)."""
     return bytes(db.execute("SELECT value FROM local_secrets WHERE name = 'prompt_frame'").fetchone()[0])
 
 

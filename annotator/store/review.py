@@ -22,23 +22,49 @@ def get_review(db: Database, trajectory_id: str, annotator: str) -> ReviewState:
 
 
 def set_review(
-    db: Database, trajectory_id: str, annotator: str, status: ReviewStatus, *, add_seconds: float = 0.0
+    db: Database,
+    trajectory_id: str,
+    annotator: str,
+    status: ReviewStatus,
+    *,
+    add_seconds: float = 0.0,
+    blind: bool | None = None,
 ) -> ReviewState:
-    """Change the status (and add time spent); every change is also logged in review_events."""
+    """Change the status (and add time spent); every change is also logged in review_events.
+
+    ``blind`` says whether the writing session hid suggestions and other people's labels: a
+    review stays blind only while every write to it was (None: not known, leaves it as it is).
+    """
     now = utcnow().isoformat()
+    flag = None if blind is None else int(blind)
     with write(db):
         db.execute(
-            "INSERT INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (trajectory_id, annotator) DO UPDATE SET"
+            "INSERT INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at, blind)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trajectory_id, annotator) DO UPDATE SET"
             " status = excluded.status, seconds_spent = review_state.seconds_spent + excluded.seconds_spent,"
-            " updated_at = excluded.updated_at",
-            [trajectory_id, annotator, status, max(add_seconds, 0.0), now],
+            " updated_at = excluded.updated_at, blind = CASE WHEN excluded.blind IS NULL THEN review_state.blind"
+            " ELSE min(review_state.blind, excluded.blind) END",
+            [trajectory_id, annotator, status, max(add_seconds, 0.0), now, flag],
         )
         db.execute(
-            "INSERT INTO review_events (trajectory_id, annotator, status, created_at) VALUES (?, ?, ?, ?)",
-            [trajectory_id, annotator, status, now],
+            "INSERT INTO review_events (trajectory_id, annotator, status, created_at, blind) VALUES (?, ?, ?, ?, ?)",
+            [trajectory_id, annotator, status, now, flag],
         )
     return get_review(db, trajectory_id, annotator)
+
+
+def blind_reviews(db: Database, annotators: list[str]) -> list[tuple[str, str, bool | None]]:
+    """(trajectory id, annotator, worked blind: True, False or None if not recorded) of the
+    annotators' finished reviews."""
+    if not annotators:
+        return []
+    marks = ", ".join("?" for _ in annotators)
+    rows = db.execute(
+        f"SELECT trajectory_id, annotator, blind FROM review_state WHERE status = 'done' AND annotator IN ({marks})"
+        " ORDER BY trajectory_id, annotator",
+        annotators,
+    )
+    return [(t, a, None if b is None else bool(b)) for t, a, b in rows]
 
 
 def review_states(db: Database, annotator: str | None = None) -> list[ReviewState]:

@@ -349,8 +349,60 @@ def _m006_assignments(db: Database) -> None:
     db.execute("CREATE INDEX idx_assignments_annotator ON assignments(annotator, trajectory_id)")
 
 
-@MIGRATIONS(name="007_run_spend")
-def _m007_run_spend(db: Database) -> None:
+@MIGRATIONS(name="007_audit_samples")
+def _m007_audit_samples(db: Database) -> None:
+    """Audit samples: which trajectories a judge labelled were chosen for people to check, how.
+
+    A judge-corrected estimate is only as good as the sample behind it: the design (the label
+    source it was drawn from, seed, stratification, each stratum's size and how many were drawn
+    from it) and each chosen trajectory's stratum and inclusion probability are kept, so the
+    report can weight a stratified sample (Horvitz–Thompson) and say how it was drawn. The
+    sample's tag is its name: ``--tag`` selects its trajectories in every command, whatever
+    a later re-import does to the trajectories' own metadata.
+    """
+    db.execute(
+        """
+        CREATE TABLE samples (
+            tag TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            stratify TEXT,
+            seed INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            population INTEGER NOT NULL,
+            strata TEXT NOT NULL DEFAULT '{}',
+            filters TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE sample_items (
+            tag TEXT NOT NULL REFERENCES samples(tag),
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id) ON DELETE CASCADE,
+            stratum TEXT NOT NULL,
+            inclusion_probability REAL NOT NULL,
+            PRIMARY KEY (tag, trajectory_id)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_sample_items_trajectory ON sample_items(trajectory_id)")
+
+
+@MIGRATIONS(name="008_blind_reviews")
+def _m008_blind_reviews(db: Database) -> None:
+    """Whether a person worked blind: suggestions anchor people (automation bias).
+
+    ``blind`` is 1 while every write to a review was made with suggestions, other people's
+    labels and outcomes hidden, and 0 once any was made with them in view; NULL for reviews
+    recorded before this was kept (unknown, never guessed). Agreement with a judge measured on
+    blind reviews against reviews that saw its suggestions tells how much the suggestions
+    moved people. Each review event records the mode of the session that wrote it.
+    """
+    db.execute("ALTER TABLE review_state ADD COLUMN blind INTEGER")
+    db.execute("ALTER TABLE review_events ADD COLUMN blind INTEGER")
+
+
+@MIGRATIONS(name="009_run_spend")
+def _m009_run_spend(db: Database) -> None:
     """What a run spent, derived from what it stored; and the prompt frame's secret.
 
     A run's totals were counters kept in memory and written when a session ended, so a session

@@ -244,8 +244,10 @@ def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
             )
             params.extend([flt.annotator, flt.review_status])
     if flt.tag is not None:
-        where.append("EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)")
-        params.append(flt.tag)
+        # A tag is a value of the metadata's 'tags' list or the name of an audit sample (migration 007).
+        where.append("(EXISTS (SELECT 1 FROM json_each(t.metadata, '$.tags') j WHERE j.value = ?)"
+                     " OR EXISTS (SELECT 1 FROM sample_items si WHERE si.trajectory_id = t.id AND si.tag = ?))")
+        params.extend([flt.tag, flt.tag])
     return where, params
 
 

@@ -50,7 +50,7 @@ class AnnotatorApp(App[None]):
 
     def __init__(
         self, db_path: str | Path, annotator: str, *, blind: bool, taxonomy: Taxonomy,
-        adjudicate: tuple[str, str] | None = None,
+        adjudicate: tuple[str, str] | None = None, tag: str | None = None,
     ) -> None:
         super().__init__()
         self.adjudicate = adjudicate
@@ -62,6 +62,8 @@ class AnnotatorApp(App[None]):
         self.store_trouble: str | None = None
         self.annotator = annotator
         self.blind = blind
+        self.tag = tag
+        """Only trajectories with this tag (an audit sample's) are queued."""
         self.taxonomy = taxonomy
         self.queue_ids: list[str] = []
         self.last_opened: str | None = None
@@ -126,7 +128,9 @@ class AnnotatorApp(App[None]):
     def session(self, trajectory_id: str) -> AnnotationSession:
         """The annotation session of a trajectory; kept, so undo still works after coming back."""
         if trajectory_id not in self._sessions:
-            self._sessions[trajectory_id] = AnnotationSession(self.db, trajectory_id, self.annotator, self.taxonomy)
+            self._sessions[trajectory_id] = AnnotationSession(
+                self.db, trajectory_id, self.annotator, self.taxonomy, blind=self.blind
+            )
         return self._sessions[trajectory_id]
 
     def open_trajectory(self, trajectory_id: str) -> ReplayScreen | None:
@@ -179,10 +183,12 @@ def make_app(
     blind: bool = False,
     taxonomy: Taxonomy | None = None,
     adjudicate: tuple[str, str] | None = None,
+    tag: str | None = None,
 ) -> AnnotatorApp:
     """Build the app on ``db_path`` (migrated on open) for ``annotator`` (default: the settings'
     annotator, ``MAST_ANNOTATOR`` or the OS user, when the app is started without the CLI)."""
     return AnnotatorApp(
         db_path, annotator or Settings().annotator_name(), blind=blind, taxonomy=taxonomy or load_taxonomy(),
         adjudicate=adjudicate,
+        tag=tag,
     )

@@ -204,7 +204,7 @@ async def test_a_refused_write_is_said_in_place_and_can_be_made_again(tui_db, mo
 @pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("setpriv") is None,
                     reason="tmux and setpriv are installed by .ci/run")
 def test_a_read_only_database_is_read_and_its_refusals_said(tui_db):
-    from db_trouble import make_read_only, settle, shared_folder
+    from tests.db_trouble import make_read_only, settle, shared_folder
 
     folder = shared_folder()
     db_path = folder / "mast.db"
@@ -230,7 +230,7 @@ def test_a_read_only_database_is_read_and_its_refusals_said(tui_db):
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 def test_a_damaged_database_stops_the_app_with_one_line(tui_db):
-    from db_trouble import damage_text
+    from tests.db_trouble import damage_text
 
     db_path = tui_db
     damage_text(db_path, b"Write a function")  # every trajectory's task, which the queue lists

@@ -93,6 +93,7 @@ class QueueScreen(Screen[None]):
             model=self._filter("model"),
             status=self._filter("status"),
             search=self.search,
+            tag=self.app.tag,
             everything=self.everything or self.app.adjudicate is not None,
         )
         if self.app.adjudicate is not None:

@@ -1,0 +1,250 @@
+"""Audits of a judge: `mast sample`, `mast report --audit` (PPI), blind reviews and automation bias.
+
+The judge is a real `mast prelabel` run against the local test server, whose canned answers
+(``JUDGE:FM-x.y`` markers) give it known verdicts; the people's labels are written with the
+annotation session, as the TUI writes them, or imported in the export format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from annotator.annotating.session import AnnotationSession
+from annotator.cli import main
+from annotator.models import Label
+from annotator.annotating.queue import queue
+from annotator.store import open_db
+from annotator.store.labels import add_labels, current_labels
+from annotator.store.samples import get_sample, sample_items
+from tests.openai_server import FakeOpenAI
+from tests.report_data import MODES, add_trajectory
+from annotator.taxonomy import load_taxonomy
+
+ppi_py = pytest.importorskip("ppi_py")
+TAX = load_taxonomy()
+N = 120
+
+
+def _truth(i: int) -> set[str]:
+    """Trajectory i's true modes: FM-1.1 in every 4th, FM-2.3 in every 5th."""
+    return {m for m, k in (("FM-1.1", 4), ("FM-2.3", 5)) if i % k == 0}
+
+
+def _judge(i: int) -> set[str]:
+    """The judge's verdicts: the truth, plus FM-1.1 over-called on every 7th, FM-2.3 missed on every 10th."""
+    modes = set(_truth(i))
+    if i % 7 == 3:
+        modes.add("FM-1.1")
+    if i % 10 == 0:
+        modes.discard("FM-2.3")
+    return modes
+
+
+@pytest.fixture
+def judged(tmp_path):
+    """N trajectories labelled by a real judge run (run:1) against the local server."""
+    path = tmp_path / "audit.db"
+    db = open_db(path)
+    for i in range(N):
+        markers = " ".join(f"JUDGE:{m}" for m in sorted(_judge(i))) or "nothing"
+        add_trajectory(db, f"t{i:03d}", outcome="failure" if i % 3 else "success", system="A" if i % 2 else "B",
+                       steps=3)
+        db.execute("UPDATE steps SET content = ? WHERE trajectory_id = ? AND idx = 1",
+                   [f"ID:t{i:03d} markers {markers}", f"t{i:03d}"])
+    db.conn.commit()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")} | {"OPENAI_API_KEY": "sk-test"}
+    with FakeOpenAI() as server:
+        r = CliRunner().invoke(main, ["--db", str(path), "prelabel", "--model", "judge", "--base-url", server.base_url,
+                                      "-q"], env=env, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return path, db
+
+
+def invoke(path, *args):
+    return CliRunner().invoke(main, ["--db", str(path), *args], env={"COLUMNS": "100"})
+
+
+def _label_as(db, tid: str, annotator: str, present: set[str]) -> None:
+    add_labels(db, [Label(trajectory_id=tid, mode_id=m, annotator=annotator, provenance="human",
+                          verdict="present" if m in present else "absent") for m in MODES])
+
+
+def test_the_judge_run_has_the_canned_verdicts(judged):
+    _, db = judged
+    labels = current_labels(db, "t003", "run:1")
+    assert {lab.mode_id for lab in labels if lab.verdict == "present"} == _judge(3) == {"FM-1.1"}
+
+
+def test_sample_is_stored_tagged_and_reproducible(judged):
+    path, db = judged
+    r = invoke(path, "sample", "-s", "run:1", "-n", "30", "--tag", "audit-1", "--seed", "7")
+    assert r.exit_code == 0, r.output
+    assert "sample audit-1: 30 of the 120 trajectories run:1 finished (simple random, seed 7)" in r.output
+    items = sample_items(db, "audit-1")
+    assert len(items) == 30 and {i.inclusion_probability for i in items} == {30 / N}
+    listed = invoke(path, "list", "--tag", "audit-1", "--json")
+    assert sorted(orjson.loads(line)["id"] for line in listed.output.splitlines()) == [i.trajectory_id for i in items]
+    assert sorted(q.summary.id for q in queue(db, "alice", tag="audit-1")) == [i.trajectory_id for i in items]
+    again = invoke(path, "sample", "-s", "run:1", "-n", "30", "--tag", "audit-1", "--seed", "7")
+    assert again.exit_code == 1 and "exists already" in again.output
+    invoke(path, "sample", "-s", "run:1", "-n", "30", "--tag", "same-seed", "--seed", "7")
+    assert [i.trajectory_id for i in sample_items(db, "same-seed")] == [i.trajectory_id for i in items]
+    too_many = invoke(path, "sample", "-s", "run:1", "-n", "500", "--tag", "big")
+    assert too_many.exit_code == 1 and "cannot draw 500" in too_many.output
+
+
+def test_stratified_sample_oversamples_the_judges_positives(judged):
+    path, db = judged
+    r = invoke(path, "sample", "-s", "run:1", "-n", "40", "--tag", "strat", "--stratify", "verdict", "--mode", "FM-2.3")
+    assert r.exit_code == 0, r.output
+    sample = get_sample(db, "strat")
+    positives = sum(1 for i in range(N) if "FM-2.3" in _judge(i))
+    assert positives == 12  # fewer than an equal share (20): all are taken, the rest go to the other stratum
+    assert sample.strata == {"FM-2.3 absent": (N - positives, 28), "FM-2.3 present": (positives, 12)}
+    probs = {i.stratum: i.inclusion_probability for i in sample_items(db, "strat")}
+    assert probs == {"FM-2.3 present": 1.0, "FM-2.3 absent": 28 / (N - positives)}
+
+
+def _audit(db, tag: str, annotator: str = "alice") -> list[str]:
+    ids = [i.trajectory_id for i in sample_items(db, tag)]
+    for tid in ids:
+        _label_as(db, tid, annotator, _truth(int(tid[1:])))
+    return ids
+
+
+def _reference(db, ids: list[str], weights=None) -> dict[str, tuple]:
+    """Per mode, PPI's point and interval by ppi-python (the reference) over the same data."""
+    all_ids = [f"t{i:03d}" for i in range(N)]
+    out = {}
+    for mode in ("FM-1.1", "FM-2.3"):
+        y = np.array([mode in _truth(int(t[1:])) for t in ids], dtype=float)
+        yhat = np.array([mode in _judge(int(t[1:])) for t in ids], dtype=float)
+        yall = np.array([mode in _judge(int(t[1:])) for t in all_ids], dtype=float)
+        lam = 1.0 if min(y.sum(), yhat.sum()) < 10 else None  # power tuning needs 10 audited positives
+        point = ppi_py.ppi_mean_pointestimate(y, yhat, yall, w=weights, lam=lam)
+        lo, hi = ppi_py.ppi_mean_ci(y, yhat, yall, alpha=0.05, w=weights, lam=lam)
+        out[mode] = (float(np.squeeze(point)), float(np.squeeze(lo)), float(np.squeeze(hi)), y.mean())
+    return out
+
+
+def test_report_with_an_audit_gives_three_estimates_in_every_format(judged, tmp_path):
+    path, db = judged
+    invoke(path, "sample", "-s", "run:1", "-n", "60", "--tag", "audit-1", "--seed", "3")
+    ids = _audit(db, "audit-1")
+    r = invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", "json", "--bootstrap", "0")
+    assert r.exit_code == 0, r.output
+    data = orjson.loads(r.stdout)
+    tables = {t["name"]: t for s in data["sections"] for t in s["tables"]}
+    table = tables["prevalence_ppi"]
+    assert table["columns"][:12] == ["mode", "n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human",
+                                     "human_ci_low", "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high"]
+    rows = {rec["mode"]: rec for rec in table["records"]}
+    reference = _reference(db, ids)
+    for mode, (point, lo, hi, human) in reference.items():
+        rec = rows[mode]
+        assert (rec["n_audit"], rec["n_total"]) == (60, N)
+        assert rec["judge"] == pytest.approx(sum(mode in _judge(i) for i in range(N)) / N, abs=1e-6)
+        assert rec["human"] == pytest.approx(human, abs=1e-6)
+        assert rec["ppi"] == pytest.approx(point, abs=1e-6)
+        assert (rec["ppi_ci_low"], rec["ppi_ci_high"]) == pytest.approx((max(lo, 0), hi), abs=1e-6)
+    assert rows["FM-1.1"]["judge"] > rows["FM-1.1"]["ppi"]  # the over-calling judge is corrected down
+    assert rows["FM-3.3"]["ppi"] == 0 and rows["FM-3.3"]["ppi_ci_low"] is None  # nothing varies: undefined
+    assert {"prevalence_ppi_by_system", "gap_ppi", "mean_modes_ppi"} <= tables.keys()
+    assert data["header"]["audit"]["sample"]["tag"] == "audit-1" and data["header"]["audit"]["audited"] == 60
+    corrected = {f["key"]: f for f in data["findings"]}
+    assert corrected["judge_corrected"]["text"].startswith("judge corrected by alice's audit of 60 of 120")
+    assert {r["mode"] for r in corrected["judge_corrected"]["data"]["outside"]} == {
+        m for m, r in rows.items() if r["ppi_ci_low"] is not None and not r["ppi_ci_low"] <= r["judge"] <= r["ppi_ci_high"]}
+    assert "mean_modes_failed_corrected" in corrected
+    for fmt in ("md", "html", "csv"):
+        out = invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", fmt, "--bootstrap", "0")
+        assert out.exit_code == 0, out.output
+        assert "prevalence_ppi" in out.stdout or "Judge corrected" in out.stdout
+    rows_csv = list(csv.reader(io.StringIO(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format",
+                                                  "csv", "--bootstrap", "0").stdout)))
+    assert any(row[0] == "prevalence_ppi" for row in rows_csv)
+    terminal = invoke(path, "report", "-s", "run:1", "--audit", "alice", "--bootstrap", "0")
+    assert "Judge corrected by the audit" in terminal.stdout and "audit-1" in terminal.stdout
+    assert max(len(line) for line in terminal.stdout.splitlines()) <= 100
+
+
+def test_a_stratified_audit_is_weighted_by_inverse_inclusion_probability(judged):
+    path, db = judged
+    invoke(path, "sample", "-s", "run:1", "-n", "40", "--tag", "strat", "--stratify", "verdict", "--mode", "FM-2.3")
+    ids = _audit(db, "strat")
+    probs = {i.trajectory_id: i.inclusion_probability for i in sample_items(db, "strat")}
+    reference = _reference(db, ids, weights=np.array([1 / probs[t] for t in ids]))
+    data = orjson.loads(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", "json",
+                               "--bootstrap", "0").stdout)
+    rows = {r["mode"]: r for s in data["sections"] for t in s["tables"] if t["name"] == "prevalence_ppi"
+            for r in t["records"]}
+    for mode, (point, lo, hi, _) in reference.items():
+        assert rows[mode]["ppi"] == pytest.approx(point, abs=1e-6)
+        assert rows[mode]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
+
+
+def test_audit_errors_are_one_line(judged):
+    path, db = judged
+    r = invoke(path, "report", "-s", "run:1", "--audit", "nobody", "--bootstrap", "0")
+    assert r.exit_code == 1 and "no labels by 'nobody'" in r.output and "Traceback" not in r.output
+    r = invoke(path, "report", "-s", "run:1", "--audit", "run:1", "--bootstrap", "0")
+    assert r.exit_code == 1 and "not the source itself" in r.output
+
+
+def test_reviews_record_whether_the_person_worked_blind(judged):
+    _, db = judged
+    AnnotationSession(db, "t001", "alice", TAX, blind=True).mark_done()
+    sighted = AnnotationSession(db, "t002", "alice", TAX)
+    sighted.mark_done()
+    mixed = AnnotationSession(db, "t004", "alice", TAX, blind=True)
+    mixed.toggle("FM-1.1", 0)
+    AnnotationSession(db, "t004", "alice", TAX).mark_done()  # came back with the suggestions in view
+    flags = dict(db.execute("SELECT trajectory_id, blind FROM review_state WHERE annotator = 'alice'").fetchall())
+    assert flags == {"t001": 1, "t002": 0, "t004": 0}
+    events = db.execute("SELECT blind FROM review_events WHERE trajectory_id = 't004' ORDER BY id").fetchall()
+    assert [e[0] for e in events] == [1, 0]
+
+
+def test_agreement_with_a_run_reports_automation_bias(judged):
+    """bob works blind and labels the truth; carol sees the suggestions and accepts every one."""
+    path, db = judged
+    for i in range(0, 40):
+        tid = f"t{i:03d}"
+        if i % 2:
+            blind = AnnotationSession(db, tid, "bob", TAX, blind=True)
+            for mode in sorted(_truth(i)):
+                blind.toggle(mode, 1)
+            blind.mark_done()
+        else:
+            seen = AnnotationSession(db, tid, "bob", TAX)
+            for mode, offered in seen.suggestions().items():
+                seen.decide(offered[0], "accepted")
+            seen.mark_done()
+        carol = AnnotationSession(db, tid, "carol", TAX)
+        for offered in carol.suggestions().values():
+            carol.decide(offered[0], "accepted")
+        carol.mark_done()
+    r = invoke(path, "agreement", "-s", "run:1,bob,carol", "--reference", "run:1", "--format", "json",
+               "--bootstrap", "200", "--seed", "1")
+    assert r.exit_code == 0, r.output
+    tables = {t["name"]: t for s in orjson.loads(r.stdout)["sections"] for t in s["tables"]}
+    bias = {row["person"]: row for row in tables["automation_bias"]["records"]}
+    bob = bias["bob"]
+    assert (bob["reviews_blind"], bob["reviews_sighted"]) == (20, 20)
+    assert bob["agreement_sighted"] == 1.0
+    wrong = sum(len(_truth(i) ^ _judge(i)) for i in range(1, 40, 2))
+    assert bob["agreement_blind"] == pytest.approx(1 - wrong / (20 * len(MODES)), abs=1e-6)
+    assert bob["diff_pp_sighted_minus_blind"] > 0 and bob["diff_ci_low_pp"] <= bob["diff_pp_sighted_minus_blind"]
+    assert bias["carol"]["reviews_blind"] == 0 and bias["carol"]["diff_pp_sighted_minus_blind"] is None
+    taken = {row["person"]: row for row in tables["suggestions_taken"]["records"]}
+    offered = sum(len(_judge(i)) for i in range(0, 40))
+    assert taken["carol"]["suggestions_seen"] == offered
+    assert taken["carol"]["share_accepted_unchanged"] == 1.0
+    assert taken["bob"]["suggestions_seen"] == sum(len(_judge(i)) for i in range(0, 40, 2))
