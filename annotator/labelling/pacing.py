@@ -129,6 +129,11 @@ class Pacer:
         self._token_ratio = 1.0
         self.stats = PacingStats()
 
+    @property
+    def request_rate(self) -> float | None:
+        """Requests per minute the pacer holds to, if it has a limit (given, learned or probed)."""
+        return self._requests.per_minute if self._requests is not None else None
+
     # -- admission ---------------------------------------------------------------------------
 
     @asynccontextmanager
@@ -190,11 +195,12 @@ class Pacer:
         if not self.adaptive:
             return
         self._learn(headers)
-        if self._given_rpm is None and (self._requests is None or self._probing):
-            span = min(RATE_WINDOW_S, time.monotonic() - self._answered[0]) if len(self._answered) > 1 else 0.0
-            answered = (len(self._answered) - 1) / span * 60 if span > 0 else 0.0
+        span = min(RATE_WINDOW_S, time.monotonic() - self._answered[0]) if len(self._answered) > 1 else 0.0
+        answered = (len(self._answered) - 1) / span * 60 if span > 0 else 0.0
+        if self._given_rpm is None and answered > 0 and (self._requests is None or self._probing):
+            # Only a measured rate sets the bucket: a 429 before two answers says nothing of the rate.
             current = self._requests.per_minute if self._requests is not None else answered
-            self._requests = self._set(self._requests, max(1.0, BACKOFF_SHARE * min(answered or current, current)))
+            self._requests = self._set(self._requests, max(1.0, BACKOFF_SHARE * min(answered, current)))
             self._probing = True
         reset = max(
             (d for d in (parse_duration(headers.get("x-ratelimit-reset-requests")),

@@ -26,8 +26,9 @@ def test_reset_durations_as_providers_write_them(text, seconds):
     assert parse_duration(text) == seconds
 
 
-async def _run(db, srv, n: int, **client_opts):
-    ids = [add(db, f"p{i:03d}", [f"ID:p{i:03d} Add {i} and {i}.", "Thinking. LOOP.", "Done."]) for i in range(n)]
+async def _run(db, srv, n: int, first_fault: str = "", **client_opts):
+    ids = [add(db, f"p{i:03d}", [f"ID:p{i:03d} Add {i} and {i}. {first_fault if i == 0 else ''}", "Thinking. LOOP.",
+                                 "Done."]) for i in range(n)]
     client = JudgeClient(base_url=srv.base_url, api_key=API_KEY, timeout=10, max_attempts=6, backoff_initial=0.05,
                          backoff_max=0.5, **client_opts)
     labeller = LLMLabeller(db, client, JudgeSettings(models=["m"], base_url=srv.base_url), TAX,
@@ -68,6 +69,14 @@ async def test_429s_without_headers_shrink_the_window_and_nothing_is_lost(db):
     assert counts == {"done": 30, "failed": 0}
     assert pacer.stats.rate_limited == srv.rate_limited > 0
     assert pacer.window < 16
+
+
+async def test_a_429_before_any_answer_does_not_set_a_rate(db):
+    """A 429 on the first request says nothing of the rate: the run must not crawl at 1 a minute."""
+    with FakeOpenAI(latency=0.01) as srv:
+        pacer, counts = await _run(db, srv, 5, first_fault="FAULT:429", concurrency=1)
+    assert counts == {"done": 5, "failed": 0} and srv.rate_limited == 0  # the fault is the marker's, not a limit
+    assert pacer.stats.rate_limited == 1 and pacer.request_rate is None
 
 
 async def test_fixed_concurrency_keeps_its_window(db):
