@@ -12,7 +12,6 @@ written for spreadsheets go through :func:`spreadsheet_cell`, so that a title su
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -104,27 +103,12 @@ def json_text(data: Any, option: int = 0) -> str:
     The value is exactly what orjson writes: DEL and the C1 controls, which JSON allows raw,
     are written as ``\\u`` escapes, so the JSON printed to a terminal cannot drive it.
     """
-    return _inert_json(orjson.dumps(data, option=option))
+    return inert_json(orjson.dumps(data, option=option))
 
 
-def json_lines(rows: Iterable[Any], block: int = 4096) -> Iterator[str]:
-    """``rows`` as JSON Lines, each line what :func:`json_text` writes, ``block`` lines per string.
-
-    One orjson call per row and one pass for the raw controls per block of lines, so an export of
-    half a million rows is written at orjson's speed.
-    """
-    lines: list[bytes] = []
-    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    for row in rows:
-        lines.append(dumps(row, option=newline))
-        if len(lines) == block:
-            yield _inert_json(b"".join(lines))
-            lines.clear()
-    if lines:
-        yield _inert_json(b"".join(lines))
-
-
-def _inert_json(data: bytes) -> str:
+def inert_json(data: bytes) -> str:
+    """UTF-8 JSON text as a string that carries no raw control character: DEL and the C1
+    controls, which JSON allows raw, become ``\\u`` escapes (see :func:`json_text`)."""
     text = data.decode()
     # DEL is byte 7f, every C1 control starts with byte c2 in UTF-8: a byte search (memchr
     # speed) spares the character scan of the text that has neither, nearly every block.

@@ -1,11 +1,10 @@
-"""JSON Lines written a block at a time: each line exactly what ``json_text`` writes for its row."""
+"""JSON Lines made inert a block at a time: each line exactly what ``json_text`` writes for its row."""
 
 from __future__ import annotations
 
 import orjson
-import pytest
 
-from annotator.text import json_lines, json_text
+from annotator.text import inert_json, json_text
 
 ROWS = [
     {"quote": "plain"},
@@ -16,13 +15,8 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("block", [1, 2, 3, 4096])
-def test_lines_match_json_text_row_by_row(block):
-    text = "".join(json_lines(ROWS, block=block))
+def test_a_block_of_lines_matches_json_text_row_by_row():
+    text = inert_json(b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in ROWS))
     assert text == "".join(json_text(r) + "\n" for r in ROWS)
     assert [orjson.loads(line) for line in text.splitlines()] == ROWS
     assert not any("\x7f" <= ch <= "\x9f" for ch in text)
-
-
-def test_no_rows_no_text():
-    assert list(json_lines([])) == []

@@ -270,7 +270,7 @@ def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOption
             batches.begin()
             if rec.stub:
                 stubs.append(rec)
-                held += len(rec.labels)
+                held += len(rec.label_rows)
                 if held >= STUB_BATCH_LABELS:
                     _merge_stubs(db, stubs, result, token)
                     held = 0
@@ -318,7 +318,8 @@ def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult, 
         setattr(result, status, getattr(result, status) + 1)
         if status != "unchanged":
             result.ledger.merge(rec.ledger)
-    result.labels += staging.stage_labels(db, token, new_or_changed(db, [lab for rec in stubs for lab in rec.labels]))
+    rows = [row for rec in stubs for row in rec.label_rows]
+    result.labels += staging.stage_label_rows(db, token, new_or_changed(db, rows))
     stubs.clear()
 
 

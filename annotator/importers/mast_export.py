@@ -7,12 +7,20 @@ the exported id, system, model, benchmark, outcome and title, and the original's
 steps (so onsets keep their place; the store shows placeholder steps for it). A stub never
 replaces a trajectory already in the database, and importing the real trajectory later
 replaces the stub and keeps the labels. Stubs carry no steps, so no content hash is computed.
+
+An export has hundreds of thousands of lines, so a row whose every field already has the type
+and form the store keeps (what ``mast export`` writes) goes straight into its stored form,
+its timestamp kept as the text it is; any other row is read through the ``Label`` model, which
+converts what it can and names the field it cannot.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import get_args
 
 from pydantic import ValidationError
 
@@ -20,8 +28,10 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, require
-from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION, Label, Trajectory
-from annotator.store.report_tables import LABEL_FIELDS
+from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION, Label, Provenance, Trajectory, Verdict, utcnow
+from annotator.store._json import dumps
+from annotator.store.labels import label_row
+from annotator.store.export_lines import LABEL_FIELDS
 from annotator.store.steps import STUB_HASH
 
 _REQUIRED = ("trajectory_id", "source", "mode_id", "verdict", "provenance")
@@ -45,6 +55,62 @@ def _label(row: dict) -> Label:
     values = {k: v for k in _LABEL_FIELDS if (v := row.get(k)) is not None}
     return Label(trajectory_id=row["trajectory_id"], mode_id=row["mode_id"], annotator=row["source"],
                  verdict=row["verdict"], provenance=row["provenance"], **values)
+
+
+_VERDICTS = frozenset(get_args(Verdict))
+_PROVENANCES = frozenset(get_args(Provenance))
+
+
+def _text(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _integer(value: object) -> bool:
+    return value is None or type(value) is int
+
+
+def _stored_label(row: dict) -> tuple:
+    """The row's label in stored form (``label_row``): checked field by field when every value
+    already has its stored type, through the ``Label`` model otherwise (a ValidationError
+    names the first bad field)."""
+    g = row.get
+    tid, mode, source, verdict, provenance = row["trajectory_id"], row["mode_id"], row["source"], row["verdict"], row["provenance"]
+    onset, steps, quote, note, rationale = g("onset_step"), g("evidence_steps"), g("quote"), g("note"), g("rationale")
+    confidence, run_id, grounded, taxonomy_hash, extra = g("confidence"), g("run_id"), g("grounded"), g("taxonomy_hash"), g("extra")
+    created = g("created_at")
+    if (
+        type(tid) is str and type(mode) is str and type(source) is str
+        and type(verdict) is str and verdict in _VERDICTS and type(provenance) is str and provenance in _PROVENANCES
+        and _integer(onset) and _integer(run_id) and _text(quote) and _text(note) and _text(rationale)
+        and _text(taxonomy_hash) and (grounded is None or type(grounded) is bool)
+        and (confidence is None or (type(confidence) in (float, int) and 0 <= confidence <= 1))
+        and (steps is None or (type(steps) is list and all(type(i) is int for i in steps)))
+        and (extra is None or type(extra) is dict)
+        and (created is None or (type(created) is str and _canonical_time(created)))
+    ):
+        return (
+            SCHEMA_VERSION, tid, mode, source, verdict, onset, dumps(steps) if steps else "[]", quote, note, rationale,
+            None if confidence is None else float(confidence), provenance, run_id,
+            None if grounded is None else int(grounded), taxonomy_hash, None, dumps(extra) if extra else "{}",
+            utcnow().isoformat() if created is None else created,
+        )
+    return label_row(_label(row))
+
+
+#: A time as ``datetime.isoformat`` writes it (what the store keeps): seconds or microseconds, an
+#: offset in hours and minutes or none.
+_ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{6})?(?:[+-]\d\d:\d\d)?").fullmatch
+
+
+def _canonical_time(text: str) -> bool:
+    """Whether ``text`` is a valid time in the form the store writes, so it can be kept as it is."""
+    if _ISO_TIME(text) is None:
+        return False
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:  # out of range: a 13th month
+        return False
+    return True
 
 
 def _reject(path: Path, row: object, lineno: int) -> None:
@@ -94,7 +160,7 @@ class MastExport(Importer):
                     done, current = current, _stub(row, path, opts)
                     if done is not None:
                         yield done
-                current.labels.append(_label(row))
+                current.label_rows.append(_stored_label(row))
                 current.ledger.mapped()  # the row is a label
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc

@@ -16,18 +16,20 @@ import csv
 import heapq
 import io
 from collections.abc import Iterator
+from itertools import islice
+from operator import itemgetter
 from typing import Literal, TextIO
 
 import orjson
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
-from annotator.label_sources import is_stored
-from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
+from annotator.label_sources import SourceKind, is_stored
 from annotator.report.frame import OUTCOME_NAMES, Frame, build
-from annotator.store import report_tables
+from annotator.report.sources import Source, resolve
+from annotator.store import export_lines
 from annotator.taxonomy import Taxonomy
-from annotator.text import json_lines, json_text, spreadsheet_cell
+from annotator.text import inert_json, json_text, spreadsheet_cell
 from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
@@ -36,18 +38,24 @@ FORMATS: tuple[str, ...] = ExportFormat.__args__  # type: ignore[attr-defined]
 #: The long form's columns: the stored label fields, with the source after the trajectory id.
 LONG_COLUMNS = [
     "format", "schema_version", "trajectory_id", "source",
-    *(f for f in report_tables.LABEL_FIELDS if f != "trajectory_id"),
-    "system", "model", "benchmark", "outcome", "n_steps", "title",
+    *(f for f in export_lines.LABEL_FIELDS if f != "trajectory_id"), *export_lines.TRAJECTORY_FIELDS,
 ]
+#: JSONL lines written at a time.
+BLOCK = 4096
 
 
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> list[Frame]:
+    return [build(db, [s], taxonomy, filters) for s in _names(sources)]
+
+
+def _names(sources: list[str]) -> list[str]:
+    """The distinct stored sources named, in order; computed ones (consensus) are refused."""
     if not all(is_stored(s) for s in sources):
         raise ReportError("consensus is computed, not stored: export its members' labels and report over"
                           " consensus:<names> on the import")
     if not sources:
         raise ReportError("name at least one label source (--source)")
-    return [build(db, [s], taxonomy, filters) for s in dict.fromkeys(sources)]
+    return list(dict.fromkeys(sources))
 
 
 def _trajectory_fields(frame: Frame, i: int) -> dict:
@@ -62,29 +70,36 @@ def _none(value: str) -> str | None:
     return None if value == "-" else value
 
 
+def _finished(db: Database, source: Source, taxonomy: Taxonomy, filters: TrajectoryFilter) -> dict:
+    """Which of its trajectories a source has finished, as ``export_lines`` selects them: the
+    rule of ``report.sources.load`` for each kind of source, so that an export holds what a
+    report over the same source counts."""
+    if source.kind is SourceKind.PERSON:
+        return {"reviewed": True}
+    if source.kind is SourceKind.RUN:
+        covered = export_lines.modes_with_verdicts(db, source.name, taxonomy.mode_ids, filters)
+        return {"all_of": covered or taxonomy.mode_ids}
+    if source.kind is SourceKind.ADJUDICATED:
+        return {"all_of": taxonomy.mode_ids}
+    return {}  # an imported set has finished every trajectory it has labels for
+
+
+def _lines(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> Iterator[bytes]:
+    """The JSONL lines (without newline) of every (trajectory, mode, source) verdict, in trajectory
+    order, the sources of a trajectory together, so an import reads one trajectory at a time."""
+    filters = filters or TrajectoryFilter()
+    streams = []
+    for name in _names(sources):
+        source = resolve(db, name)
+        streams.append(export_lines.export_lines(db, name, taxonomy.mode_ids, filters,
+                                                 **_finished(db, source, taxonomy, filters)))
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0))
+    return (line for _, line in merged)
+
+
 def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
-    """One dict per (trajectory, mode, source) verdict, in trajectory order (the sources of a
-    trajectory together, so an import reads one trajectory at a time)."""
-    streams = [_source_rows(db, frame, taxonomy) for frame in _frames(db, sources, taxonomy, filters)]
-    return heapq.merge(*streams, key=lambda r: r["trajectory_id"])
-
-
-def _source_rows(db: Database, frame: Frame, taxonomy: Taxonomy) -> Iterator[dict]:
-    """The source's rows on the frame's trajectories: one query for those trajectories only, and
-    the trajectory fields built once per trajectory, not once per row."""
-    modes = set(taxonomy.mode_ids)
-    name = next(iter(frame.labels))
-    ids = frame.ids.tolist()
-    index = {tid: i for i, tid in enumerate(ids)}
-    head = {"format": LABEL_EXPORT_FORMAT, "schema_version": SCHEMA_VERSION, "source": name}
-    tid, fields = None, {}
-    for label in report_tables.current_label_dicts(db, name, ids):
-        if label["mode_id"] not in modes:
-            continue
-        if label["trajectory_id"] != tid:
-            tid = label["trajectory_id"]
-            fields = _trajectory_fields(frame, index[tid])
-        yield {**head, **label, **fields}
+    """One dict per (trajectory, mode, source) verdict (``LONG_COLUMNS``), in trajectory order."""
+    return map(orjson.loads, _lines(db, sources, taxonomy, filters))
 
 
 def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
@@ -125,7 +140,10 @@ def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy,
                  filters: TrajectoryFilter | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
-        out.writelines(json_lines(long_rows(db, sources, taxonomy, filters)))
+        lines = _lines(db, sources, taxonomy, filters)
+        while block := list(islice(lines, BLOCK)):
+            block.append(b"")
+            out.write(inert_json(b"\n".join(block)))
         return
     if fmt == "mad-json":
         out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")

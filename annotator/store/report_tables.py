@@ -3,22 +3,21 @@
 A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
 Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
 let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
-not "absent" as a string of integer codes that numpy parses in one call; exports stream a
-source's labels from a cursor. Writing such databases for benchmarks is ``store.synthetic``.
+not "absent" as a string of integer codes that numpy parses in one call (an export's lines are
+``store.export_lines``). Writing such databases for benchmarks is ``store.synthetic``.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
-from annotator.store._json import dumps, loads
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -134,41 +133,6 @@ def verdict_rows_many(
     for (a, _, _), rows in zip(jobs, results, strict=True):
         out[a].extend(rows)
     return out
-
-
-#: Label fields of an export row, in the order :func:`current_label_dicts` reads them.
-LABEL_FIELDS = ("trajectory_id", "mode_id", "verdict", "onset_step", "evidence_steps", "quote", "note", "rationale",
-                "confidence", "provenance", "run_id", "grounded", "taxonomy_hash", "extra", "created_at")
-
-
-def decode_label(fields: dict) -> dict:
-    """A label row's stored columns as Python values, in place: the JSON ``evidence_steps`` and
-    ``extra`` decoded, the 0/1 ``grounded`` a bool (None stays None)."""
-    fields["evidence_steps"] = loads(fields["evidence_steps"], [])
-    fields["extra"] = loads(fields["extra"], {})
-    if fields["grounded"] is not None:
-        fields["grounded"] = bool(fields["grounded"])
-    return fields
-
-
-def current_label_dicts(db: Database, annotator: str, trajectory_ids: Sequence[str] | None = None) -> Iterator[dict]:
-    """The annotator's current verdicts as plain dicts, streamed from a cursor in trajectory order,
-    only on ``trajectory_ids`` when given (one query: the ids go in as one JSON array).
-
-    For exports of millions of labels: no model objects and nothing held beyond one row. JSON
-    columns are decoded; ``created_at`` stays the ISO text it is stored as.
-    """
-    where, params = "s.annotator = ?", [annotator]
-    if trajectory_ids is not None:
-        where += " AND s.trajectory_id IN (SELECT value FROM json_each(?))"
-        params.append(dumps(list(trajectory_ids)))
-    cursor = db.execute(
-        f"SELECT {', '.join('l.' + f for f in LABEL_FIELDS)} FROM label_state s JOIN labels l ON l.id = s.label_id"
-        f" WHERE {where} AND l.verdict IS NOT NULL ORDER BY s.trajectory_id, s.mode_id",
-        params,
-    )
-    for row in cursor:
-        yield decode_label(dict(zip(LABEL_FIELDS, row, strict=True)))
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:

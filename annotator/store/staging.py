@@ -99,9 +99,14 @@ def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batche
 
 def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
     """Keep labels until the import is published; returns how many."""
-    rows = [(token, *label_row(lab)) for lab in labels]
+    return stage_label_rows(db, token, [label_row(lab) for lab in labels])
+
+
+def stage_label_rows(db: Database, token: str, rows: Sequence[tuple]) -> int:
+    """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
     marks = ", ".join("?" for _ in range(len(LABEL_COLUMNS.split(",")) + 1))
-    db.conn.executemany(f"INSERT INTO pending_labels (token, {LABEL_COLUMNS}) VALUES ({marks})", rows)
+    db.conn.executemany(f"INSERT INTO pending_labels (token, {LABEL_COLUMNS}) VALUES ({marks})",
+                        [(token, *row) for row in rows])
     return len(rows)
 
 
