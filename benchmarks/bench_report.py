@@ -7,13 +7,8 @@ fresh process so peak memory is its own, it times a full report over alice (boot
 intervals with 1,000 replicates and both logistic regressions, rendered to JSON with every
 trajectory listed) and the agreement of the three sources with alice as reference (1,000
 replicates). Targets: ≤ 10 s and ≤ 1 GB peak RSS each on a 2-core machine. The machine may be
-shared, so CPU time and the load average are printed beside the wall time.
-
-Then the round trip of a label export: ``export`` writes the JSONL of two sources over one
-system (20,224 trajectories, 566,272 rows), ``import`` reads it into a new database (one stub
-per trajectory) and ``reimport`` reads it again into the same one, which must change nothing.
-Targets: the export ≤ 4 s, the import ≤ 8 s (each line prints its target), peak RSS bounded
-(streamed).
+shared, so CPU time and the load average are printed beside the wall time. The round trip of
+a label export over the same database is ``bench_export``.
 """
 
 from __future__ import annotations
@@ -31,11 +26,7 @@ import numpy as np
 N_TRAJECTORIES = 100_000
 DATA = Path(__file__).resolve().parent / ".data"
 DB_PATH = DATA / "report_100k.db"
-EXPORT_PATH = DATA / "export_ag2.jsonl"
-IMPORT_DB = DATA / "import_ag2.db"
 SOURCES = ("alice", "run:1", "dataset")
-#: Wall-time targets (seconds) of the round trip's steps, printed beside their figures.
-TARGETS = {"export": 4.0, "import": 8.0}
 SYSTEMS = np.array(["AG2", "ChatDev", "MetaGPT", "Magentic-One", "OpenManus"])
 MODELS = np.array(["gpt-4o", "claude-3.7-sonnet", "qwen2.5-coder-32b", "gpt-oss-120b"])
 BENCHMARKS = np.array(["GSM-Plus", "ProgramDev", "GAIA"])
@@ -89,37 +80,6 @@ def generate(path: Path) -> None:
     db.close()
 
 
-def round_trip(which: str) -> None:
-    """Time one step of the export/import round trip in this process and print its figures."""
-    from annotator.importers.importing import import_paths
-    from annotator.report.export import write_export
-    from annotator.views import TrajectoryFilter
-    from annotator.store import open_db
-    from annotator.taxonomy import load_taxonomy
-
-    if which == "export":
-        db = open_db(DB_PATH)
-    else:
-        if which == "import":
-            for old in DATA.glob(IMPORT_DB.name + "*"):
-                old.unlink()
-        db = open_db(IMPORT_DB)
-    start, cpu_start = time.perf_counter(), _cpu()
-    if which == "export":
-        with EXPORT_PATH.open("w", encoding="utf-8") as fh:
-            write_export(db, "jsonl", ["alice", "dataset"], load_taxonomy(), fh, TrajectoryFilter(system="AG2"))
-        with EXPORT_PATH.open("rb") as fh:
-            detail = f"{sum(1 for _ in fh):,} rows, {EXPORT_PATH.stat().st_size / 1e6:.0f} MB"
-    else:
-        f = import_paths(db, [EXPORT_PATH]).files[0]
-        if f.error:
-            raise SystemExit(f.error)
-        detail = f"{f.imported:,} imported, {f.unchanged:,} unchanged, {f.labels:,} labels written"
-    if which in TARGETS:
-        detail += f"; target ≤ {TARGETS[which]:.0f} s"
-    _report(which, start, cpu_start, detail)
-
-
 def _report(which: str, start: float, cpu_start: float, detail: str) -> None:
     elapsed, cpu = time.perf_counter() - start, _cpu() - cpu_start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -158,7 +118,8 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def main() -> int:
+def ensure() -> Path:
+    """The benchmark database, generated first if it is not there."""
     DATA.mkdir(exist_ok=True)
     if not DB_PATH.exists():
         print(f"generating {DB_PATH} ({N_TRAJECTORIES:,} trajectories × 14 modes × 3 sources) ...", flush=True)
@@ -169,7 +130,12 @@ def main() -> int:
         generate(partial)
         partial.rename(DB_PATH)
         print(f"generated in {time.perf_counter() - start:.0f} s", flush=True)
-    for which in sys.argv[1:] or ("report", "agreement", "export", "import", "reimport"):
+    return DB_PATH
+
+
+def main() -> int:
+    ensure()
+    for which in sys.argv[1:] or ("report", "agreement"):
         code = subprocess.call([sys.executable, "-m", "benchmarks.bench_report", "--child", which])
         if code:
             return code
@@ -178,6 +144,6 @@ def main() -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        (round_trip if sys.argv[2] in ("export", "import", "reimport") else child)(sys.argv[2])
+        child(sys.argv[2])
         sys.exit(0)
     sys.exit(main())

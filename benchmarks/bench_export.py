@@ -1,0 +1,128 @@
+"""The round trip of a label export, beside what orjson takes to write the same rows.
+
+On the report benchmark's database (``bench_report``: 100,000 trajectories × 14 modes × 3
+sources), ``export`` writes the JSONL of two sources over one system (``alice`` and
+``dataset``, ``--system AG2``: 20,224 trajectories, 566,272 rows), ``import`` reads that file
+into a new database (one stub per trajectory) and ``reimport`` reads it again into the same
+one, which must change nothing. ``floor`` is orjson writing the same rows, already parsed, a
+block of lines at a time: what any export of them costs at least. Each step runs in a fresh
+process (peak RSS its own), in a temporary folder of its own, so two runs never share a file.
+
+Targets: the export ≤ 4 s, the import ≤ 8 s. The machine is shared, so CPU time is the figure
+to read (the wall time waits for other jobs), printed with the load average and the ratio of
+each step to the floor.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import bench_report
+
+SOURCES = ["alice", "dataset"]
+SYSTEM = "AG2"
+#: Targets (seconds) of the steps, printed beside their figures.
+TARGETS = {"export": 4.0, "import": 8.0}
+STEPS = ("export", "floor", "import", "reimport")
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, all threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _export(folder: Path) -> str:
+    from annotator.report.output import atomic_file
+    from annotator.report.export import write_export
+    from annotator.store import open_db
+    from annotator.taxonomy import load_taxonomy
+    from annotator.views import TrajectoryFilter
+
+    db = open_db(bench_report.ensure())
+    path = folder / "export.jsonl"
+    with atomic_file(path) as fh:  # as `mast export -o` writes
+        write_export(db, "jsonl", SOURCES, load_taxonomy(), fh, TrajectoryFilter(system=SYSTEM))
+    with path.open("rb") as fh:
+        return f"{sum(1 for _ in fh):,} rows, {path.stat().st_size / 1e6:.0f} MB"
+
+
+def _floor(folder: Path) -> tuple[str, float, float]:
+    """orjson writing the export's rows, parsed beforehand a block at a time: only the
+    writing is timed, and memory holds one block."""
+    import orjson
+
+    from annotator.report.export import BLOCK
+
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    wall = cpu = 0.0
+    n = 0
+    with (folder / "export.jsonl").open("rb") as src, (folder / "floor.jsonl").open("wb") as out:
+        while block := [orjson.loads(line) for _, line in zip(range(BLOCK), src, strict=False)]:
+            start, cpu_start = time.perf_counter(), _cpu()
+            out.write(b"".join([dumps(row, option=newline) for row in block]))
+            wall, cpu, n = wall + time.perf_counter() - start, cpu + _cpu() - cpu_start, n + len(block)
+    same = filecmp.cmp(folder / "floor.jsonl", folder / "export.jsonl", shallow=False)
+    return f"{n:,} rows, {'the same bytes' if same else 'NOT the same bytes'} as the export", wall, cpu
+
+
+def _import(folder: Path) -> str:
+    from annotator.importers.importing import import_paths
+    from annotator.store import open_db
+
+    db = open_db(folder / "import.db")
+    f = import_paths(db, [folder / "export.jsonl"]).files[0]
+    if f.error:
+        raise SystemExit(f.error)
+    return f"{f.imported:,} imported, {f.unchanged:,} unchanged, {f.labels:,} labels written"
+
+
+def child(which: str, folder: Path) -> None:
+    """Time one step in this process; print its figures as one JSON line."""
+    start, cpu_start = time.perf_counter(), _cpu()
+    if which == "floor":
+        detail, wall, cpu = _floor(folder)
+    else:
+        detail = _export(folder) if which == "export" else _import(folder)
+        wall, cpu = time.perf_counter() - start, _cpu() - cpu_start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "load": os.getloadavg()[0], "detail": detail}), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m benchmarks.bench_export [export|floor|import|reimport ...]`` (each needs the
+    steps before it: they run in one temporary folder)."""
+    bench_report.ensure()  # generated once, cached
+    steps = [s for s in STEPS if s in argv] or list(STEPS)
+    steps = list(STEPS[: max(STEPS.index(s) for s in steps) + 1])
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench_export.", dir=bench_report.DATA) as tmp:
+        for which in steps:
+            done = subprocess.run([sys.executable, "-m", "benchmarks.bench_export", "--child", which, tmp],
+                                  stdout=subprocess.PIPE, text=True)
+            if done.returncode:
+                return done.returncode
+            f = results[which] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"{which:<9} {f['wall']:6.2f} s wall {f['cpu']:6.2f} s CPU  peak RSS {f['rss']:4.0f} MB"
+                  f"  load {f['load']:4.1f}  {f['detail']}", flush=True)
+    print(f"\n{'':<9} {'wall':>8} {'CPU':>8} {'CPU ÷ floor':>12} {'target':>8}")
+    for which, f in results.items():
+        ratio = f"{f['cpu'] / results['floor']['cpu']:.1f}×" if "floor" in results else ""
+        target = f"≤ {TARGETS[which]:.0f} s" if which in TARGETS else ""
+        print(f"{which:<9} {f['wall']:6.2f} s {f['cpu']:6.2f} s {ratio:>12} {target:>8}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], Path(sys.argv[3]))
+        sys.exit(0)
+    sys.exit(main(sys.argv[1:]))
