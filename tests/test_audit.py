@@ -190,6 +190,27 @@ def test_a_stratified_audit_is_weighted_by_inverse_inclusion_probability(judged)
         assert rows[mode]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
 
 
+def test_an_audit_of_some_modes_pairs_each_mode_with_its_own_judge_column(judged):
+    """People who audited only FM-2.3: PPI corrects FM-2.3 with the judge's FM-2.3 verdicts (not the
+    judge's first column, FM-1.1), and the section covers FM-2.3 alone."""
+    path, db = judged
+    invoke(path, "sample", "-s", "run:1", "-n", "60", "--tag", "audit-1", "--seed", "3")
+    ids = [i.trajectory_id for i in sample_items(db, "audit-1")]
+    for tid in ids:
+        verdict = "present" if "FM-2.3" in _truth(int(tid[1:])) else "absent"
+        add_labels(db, [Label(trajectory_id=tid, mode_id="FM-2.3", annotator="alice", provenance="human",
+                              verdict=verdict)])
+    data = orjson.loads(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", "json",
+                               "--bootstrap", "0").stdout)
+    rows = {r["mode"]: r for s in data["sections"] for t in s["tables"] if t["name"] == "prevalence_ppi"
+            for r in t["records"]}
+    point, lo, hi, human = _reference(db, ids)["FM-2.3"]
+    assert set(rows) == {"FM-2.3"}
+    assert rows["FM-2.3"]["ppi"] == pytest.approx(point, abs=1e-6)
+    assert rows["FM-2.3"]["human"] == pytest.approx(human, abs=1e-6)
+    assert rows["FM-2.3"]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
+
+
 def test_audit_errors_are_one_line(judged):
     path, db = judged
     r = invoke(path, "report", "-s", "run:1", "--audit", "nobody", "--bootstrap", "0")
