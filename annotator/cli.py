@@ -24,7 +24,7 @@ from rich.text import Text
 from annotator import __version__
 from annotator.errors import AnnotatorError, database_trouble
 from annotator.report.output import REPORT_FORMATS
-from annotator.text import inert_console, json_text
+from annotator.text import inert, inert_console, json_text
 
 out = inert_console(soft_wrap=False)
 err = inert_console(stderr=True, soft_wrap=True)
@@ -203,7 +203,7 @@ def _import(db, paths, fmt, opts, quiet: bool):
         task = bar.add_task("", total=len(files))
 
         def step(result):
-            bar.update(task, advance=1, description=escape(Path(result.path).name))
+            bar.update(task, advance=1, description=escape(inert(Path(result.path).name)))
 
         summary = import_planned(db, files, fmt, opts, progress=step)
     for f in summary.files:
@@ -551,7 +551,7 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
                              f" {p.tokens_in + p.tokens_out:,} tok · {cost(p.cost_usd)}")
 
         def on_batch(batch_id, status):
-            bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
+            bar.update(task, stats=f"batch {escape(inert(batch_id))}: {escape(inert(status))}")
 
         final, signalled = _until_signal(prelabel.execute(
             db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens, on_progress=on_progress,
