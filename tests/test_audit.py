@@ -217,6 +217,8 @@ def test_audit_errors_are_one_line(judged):
     assert r.exit_code == 1 and "no labels by 'nobody'" in r.output and "Traceback" not in r.output
     r = invoke(path, "report", "-s", "run:1", "--audit", "run:1", "--bootstrap", "0")
     assert r.exit_code == 1 and "not the source itself" in r.output
+    r = invoke(path, "sample", "-s", "run:1", "-n", "10", "--tag", "x", "--stratify", "verdict", "--mode", "FM-9.9")
+    assert r.exit_code == 1 and "--mode FM-9.9: no such mode" in r.output and isinstance(r.exception, SystemExit)
 
 
 def test_reviews_record_whether_the_person_worked_blind(judged):

@@ -100,6 +100,15 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def test_a_bad_codebook_is_one_clear_error(db, db_path, server, tmp_path):
+    seed(db, 1)
+    bad = tmp_path / "codebook.yaml"
+    bad.write_text("categories: [\n")
+    r = invoke(db_path, "--model", "m", "--base-url", server.base_url, "--taxonomy", str(bad))
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "codebook.yaml" in r.output and "not valid YAML" in r.output
+
+
 def test_kill_9_then_resume_sends_no_answered_request_twice(db, db_path):
     ids = seed(db, 30)
     with FakeOpenAI(latency=0.25) as srv:
