@@ -326,6 +326,9 @@ def test_credentials_in_the_base_url_are_refused_and_never_stored_or_printed(db,
     assert "url-secret-4242" not in r.output and "[redacted]@127.0.0.1" in r.output
     assert b"url-secret-4242" not in db_path.read_bytes()
     assert server.chat_requests() == [] and db.execute("SELECT count(*) FROM label_runs").fetchone()[0] == 0
+    r = invoke(db_path, "--model", "m", "--base-url", "http://alice:url-secret-4242@127.0.0.1:80x/v1", "-q")
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "not a valid URL" in r.output and "url-secret-4242" not in r.output
 
 
 def test_cached_input_is_read_from_usage_and_priced_at_the_cached_rate(db, db_path, server):
