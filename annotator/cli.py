@@ -435,6 +435,30 @@ def _progress_columns():
     )
 
 
+#: prelabel's flags that change how a run goes, not what it labels or how it asks: the ones a
+#: resume may take (``--fixed-concurrency`` is the option ``adaptive`` turned off).
+_RESUME_FLAGS = {"concurrency": "concurrency", "rpm": "rpm", "tpm": "tpm", "fixed_concurrency": "adaptive",
+                 "timeout": "timeout", "max_attempts": "max_attempts", "max_cost": "max_cost",
+                 "poll_seconds": "poll_seconds"}
+#: Flags that say how this session behaves and belong to no run.
+_SESSION_FLAGS = {"resume", "resume_batch", "quiet", "allow_failures"}
+
+
+def _resume_changes(ctx: click.Context, run_id: int) -> dict[str, Any]:
+    """The run options this ``--resume`` changes; any other flag given with it is refused, rather
+    than silently ignored (the run continues as it was started)."""
+    given = {p.name: p for p in ctx.command.params
+             if p.name and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE}
+    refused = [p.opts[0] for name, p in given.items() if name not in _RESUME_FLAGS and name not in _SESSION_FLAGS]
+    if refused:
+        allowed = ", ".join(p.opts[0] for p in ctx.command.params if p.name in _RESUME_FLAGS)
+        _fail(f"--resume {run_id} continues the run with the settings it was started with: {', '.join(refused)}"
+              f" cannot change (start a new run for that); a resume may change only {allowed}", code=2)
+    params = ctx.params
+    return {_RESUME_FLAGS[name]: (not params[name] if name == "fixed_concurrency" else params[name])
+            for name in given if name in _RESUME_FLAGS}
+
+
 @main.command("prelabel")
 @click.argument("ids", nargs=-1)
 @_filter_options(model_flag="--source-model")
@@ -487,7 +511,8 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
 
     Labels are stored under the run's own annotator (run:<id>), never over a person's.
     Every response is cached: an interrupted run (Ctrl-C, SIGTERM, a crash) resumes with
-    --resume and sends no request twice; --max-cost holds for the run across resumes.
+    --resume and sends no request twice; --max-cost holds for the run across resumes. A resume
+    may change only the pacing flags and --max-cost (a larger budget for the run's total).
     Requests are paced to the rate limits the server reports (or --rpm/--tpm). Exits 1
     if any trajectory failed (unless --allow-failures) and whenever all of them did.
 
@@ -512,7 +537,8 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
     tokens = TokenCounter(settings.tiktoken_cache_dir)
     if resume is not None:
         key_env = prelabel.run_options(db, resume).api_key_env
-        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env))
+        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env),
+                                        changes=_resume_changes(ctx, resume))
     else:
         judge = None
         if labeller == "llm":

@@ -227,6 +227,14 @@ def test_max_cost_holds_for_the_whole_run_across_resumes(db, db_path, server):
     assert run.cost_usd <= 1.0 and run.cost_usd == pytest.approx(stored[1])
     assert run.counts["sent"] == stored[0] == len(server.chat_requests()) < 12  # the resumes sent nothing more
     assert run.tokens_in == stored[2]
+    refused = invoke(db_path, "--resume", "1", "--model", "other", "--max-cost", "100", "-q")
+    assert refused.exit_code == 2 and "--model cannot change" in " ".join(refused.output.split())
+    assert len(server.chat_requests()) == stored[0]
+    raised = invoke(db_path, "--resume", "1", "--max-cost", "100", "-q")  # a larger budget, for the run's total
+    assert raised.exit_code == 0, raised.output
+    run = get_run(db, 1)
+    assert run.status == "completed" and "stopped" not in run.params and run.params["options"]["max_cost"] == 100
+    assert run.counts["done"] == 12 and "stopped" not in raised.output
 
 
 def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
