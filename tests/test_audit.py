@@ -233,6 +233,16 @@ def test_reviews_record_whether_the_person_worked_blind(judged):
     assert flags == {"t001": 1, "t002": 0, "t004": 0}
     events = db.execute("SELECT blind FROM review_events WHERE trajectory_id = 't004' ORDER BY id").fetchall()
     assert [e[0] for e in events] == [1, 0]
+    # A review from before blind was recorded (NULL): a sighted write makes it sighted, a blind one
+    # leaves it unknown, since its earlier writes may have seen the suggestions.
+    db.execute("INSERT INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at, blind)"
+               " VALUES ('t005', 'alice', 'in_progress', 0, '2026-01-01T00:00:00', NULL),"
+               " ('t007', 'alice', 'in_progress', 0, '2026-01-01T00:00:00', NULL)")
+    db.conn.commit()
+    AnnotationSession(db, "t005", "alice", TAX).mark_done()
+    AnnotationSession(db, "t007", "alice", TAX, blind=True).mark_done()
+    flags = dict(db.execute("SELECT trajectory_id, blind FROM review_state WHERE annotator = 'alice'").fetchall())
+    assert flags["t005"] == 0 and flags["t007"] is None
 
 
 def test_agreement_with_a_run_reports_automation_bias(judged):
