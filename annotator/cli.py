@@ -78,11 +78,13 @@ def _taxonomy(path: str | None):
 _FILTER_FLAGS = ("system", "model", "benchmark", "outcome", "source_format", "since", "until", "tag")
 
 
-def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> Callable[..., Any]:
-    """The trajectory filter of list, prelabel, report, agreement and export: the same flags and
-    help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where ``--model``
-    is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also takes its
-    older ``--format`` for ``--source-format``."""
+def _filter_options(model_flag: str = "--model", format_alias: bool = False, with_tag: bool = True
+                    ) -> Callable[..., Any]:
+    """The trajectory filter of list, prelabel, report, agreement, export and sample: the same flags
+    and help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where
+    ``--model`` is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also
+    takes its older ``--format`` for ``--source-format``; ``sample``, whose ``--tag`` names the
+    sample, goes ``with_tag=False``."""
     options = [
         click.option("--system", help="Only trajectories of this system (MAS)."),
         click.option(model_flag, "model", help="Only trajectories driven by this model."),
@@ -92,16 +94,18 @@ def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> 
                      help="Only trajectories imported with this format (see `mast formats`)."),
         click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date (UTC)."),
         click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date (UTC)."),
-        click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit"
-                                   " sample's name, see `mast sample`)."),
     ]
+    if with_tag:
+        options.append(click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an"
+                                                  " audit sample's name, see `mast sample`)."))
+    names = _FILTER_FLAGS if with_tag else tuple(n for n in _FILTER_FLAGS if n != "tag")
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(fn)
         def with_filter(*args: Any, **kwargs: Any) -> Any:
             from annotator.views import TrajectoryFilter
 
-            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in _FILTER_FLAGS})
+            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in names})
             return fn(*args, flt=flt, **kwargs)
 
         for option in reversed(options):
@@ -822,6 +826,8 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
     """
     from annotator.report.document import build_report
 
+    if audit_sample and not audit:
+        raise click.UsageError("--audit-sample names the sample of an --audit: give --audit SOURCE with it")
     db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
     source = source or _source_or_exit(db, taxonomy, "report")
     doc = build_report(
@@ -923,15 +929,11 @@ def export_cmd(ctx, sources, fmt, output, flt, taxonomy_path):
                    " Default: simple random.")
 @click.option("--mode", metavar="FM-x.y", help="--stratify verdict: the mode (default: the rarest one the source flags).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
-@click.option("--system", help="Only trajectories of this system (MAS).")
-@click.option("--model", help="Only trajectories driven by this model.")
-@click.option("--benchmark", help="Only trajectories from this benchmark.")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
-@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
-              help="A custom codebook file (default: the built-in MAST taxonomy).")
+@_filter_options(with_tag=False)
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benchmark, outcome, taxonomy_path):
+def sample_cmd(ctx, source, size, tag, stratify, mode, seed, flt, taxonomy_path):
     """Draw an audit sample of the trajectories a label source finished, for people to label blind.
 
     The sample and each trajectory's inclusion probability are stored under TAG; `mast annotate
@@ -946,9 +948,6 @@ def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benc
     """
     from annotator.report.sampling import draw
 
-    from annotator.views import TrajectoryFilter
-
-    flt = TrajectoryFilter(system=system, model=model, benchmark=benchmark, outcome=outcome)
     sample, _ = draw(_open(ctx), source, size, tag, _taxonomy(taxonomy_path), flt, stratify=stratify, mode=mode,
                      seed=seed)
     design = f"stratified by {sample.stratify}, equal allocation" if sample.stratify else "simple random"

@@ -219,6 +219,12 @@ def test_audit_errors_are_one_line(judged):
     assert r.exit_code == 1 and "not the source itself" in r.output
     r = invoke(path, "sample", "-s", "run:1", "-n", "10", "--tag", "x", "--stratify", "verdict", "--mode", "FM-9.9")
     assert r.exit_code == 1 and "--mode FM-9.9: no such mode" in r.output and isinstance(r.exception, SystemExit)
+    r = invoke(path, "report", "-s", "run:1", "--audit-sample", "audit-1", "--bootstrap", "0")
+    assert r.exit_code == 2 and "give --audit SOURCE with it" in r.output
+    assert invoke(path, "sample", "-s", "run:1", "-n", "5", "--tag", "twice", "--outcome", "failure").exit_code == 0
+    r = invoke(path, "sample", "-s", "run:1", "-n", "5", "--tag", "twice")
+    assert r.exit_code == 1 and "exists already" in r.output
+    assert {i.trajectory_id for i in sample_items(db, "twice")} <= {f"t{i:03d}" for i in range(N) if i % 3}
 
 
 def test_reviews_record_whether_the_person_worked_blind(judged):

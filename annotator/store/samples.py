@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlite_utils import Database
 
-from annotator.errors import NotFound, StoreError
+from annotator.errors import NotFound, ReportError
 from annotator.store._json import dumps, loads
 from annotator.store.db import write
 
@@ -39,7 +39,7 @@ def save_sample(db: Database, sample: Sample, items: list[SampleItem]) -> None:
     """Store a new sample and its trajectories in one transaction; a tag names one sample only."""
     with write(db):
         if db.execute("SELECT 1 FROM samples WHERE tag = ?", [sample.tag]).fetchone():
-            raise StoreError(f"a sample tagged {sample.tag!r} exists already; choose another --tag")
+            raise ReportError(f"a sample tagged {sample.tag!r} exists already; choose another --tag")
         db.execute(
             "INSERT INTO samples (tag, source, stratify, seed, size, population, strata, filters, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
