@@ -237,6 +237,19 @@ def test_max_cost_holds_for_the_whole_run_across_resumes(db, db_path, server):
     assert run.counts["done"] == 12 and "stopped" not in raised.output
 
 
+def test_identical_trajectories_in_flight_together_are_asked_and_paid_once(db, db_path):
+    for tid in ("twin-a", "twin-b", "twin-c"):
+        add(db, tid, NORMAL)  # the same task and steps: the same request
+    with FakeOpenAI(latency=0.3) as srv:  # slow enough that all three are in flight at once
+        r = invoke(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "8", "-q")
+        assert r.exit_code == 0, r.output
+        assert len(srv.chat_requests()) == 1
+    run = get_run(db, 1)
+    stored = db.execute("SELECT count(*), sum(tokens_in) FROM llm_requests WHERE run_id = 1").fetchone()
+    assert run.counts["done"] == 3 and run.counts["sent"] == stored[0] == 1 and run.counts["cached"] == 2
+    assert run.tokens_in == stored[1]
+
+
 def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
     seed(db, 30)
     with FakeOpenAI(latency=0.25) as srv:
