@@ -94,6 +94,7 @@ class Adjudication:
         return label
 
     def undo(self) -> None:
+        """Retract the last decision of this session, with the agreed modes it wrote."""
         if not self._undo:
             raise AnnotatorError("nothing to undo")
         with write(self.db):

@@ -63,6 +63,7 @@ _COLUMNS = "tag, source, stratify, seed, size, population, strata, filters, crea
 
 
 def get_sample(db: Database, tag: str) -> Sample:
+    """The sample named ``tag``; NotFound if there is none."""
     row = db.execute(f"SELECT {_COLUMNS} FROM samples WHERE tag = ?", [tag]).fetchone()
     if row is None:
         raise NotFound(f"no audit sample tagged {tag!r} (draw one with `mast sample`)")
@@ -78,6 +79,7 @@ def latest_sample(db: Database, source: str) -> Sample | None:
 
 
 def sample_items(db: Database, tag: str) -> list[SampleItem]:
+    """The trajectories of sample ``tag`` with their stratum and inclusion probability, by id."""
     rows = db.execute(
         "SELECT trajectory_id, stratum, inclusion_probability FROM sample_items WHERE tag = ? ORDER BY trajectory_id",
         [tag],
