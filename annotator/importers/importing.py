@@ -21,9 +21,17 @@ from typing import TYPE_CHECKING
 
 from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
 from annotator.importers.accounting import Ledger, check
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, record_values, source_labels_hash
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    StreamedRecord,
+    record_values,
+    source_labels_hash,
+)
 from annotator.importers.detect import Head, read_head, unsupported
 from annotator.importers.registry import detect, dir_importer, registry
+from annotator.importers.streaming import stage_streamed
 from annotator.models import Attribution
 from annotator.store import staging
 from annotator.store.db import Batches
@@ -263,11 +271,21 @@ def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOption
         clock = monotonic()
         for rec in importer.read(path, opts):
             parsed_s = monotonic() - clock
+            batches.begin()
+            if isinstance(rec, StreamedRecord):
+                _merge_stubs(db, stubs, result, token)
+                held = 0
+                rec, status, shadow = stage_streamed(db, rec, token, importer.name, batches)
+                if opts.strict and rec.ledger.warnings:  # its checks ran as its steps were written
+                    raise _strict_failure(path, rec)
+                _count(rec, status, shadow, replaced, attributions, result, db, token)
+                batches.point()
+                clock = monotonic()
+                continue  # its parsing went on in short transactions
             if not rec.stub:
                 check(rec.trajectory, rec.ledger)
             if opts.strict and rec.ledger.warnings:
                 raise _strict_failure(path, rec)
-            batches.begin()
             if rec.stub:
                 stubs.append(rec)
                 held += len(rec.labels)
@@ -279,14 +297,7 @@ def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOption
                 held = 0
                 rec.trajectory.content_hash = source_labels_hash(rec)
                 status, shadow = staging.stage_trajectory(db, rec.trajectory, token, batches)
-                if shadow is not None:
-                    replaced[shadow] = rec.trajectory.id
-                result.trajectory_ids.append(rec.trajectory.id)
-                setattr(result, status, getattr(result, status) + 1)
-                if status != "unchanged":
-                    result.ledger.merge(rec.ledger)
-                    result.labels += staging.stage_labels(db, token, rec.labels)
-                    attributions.extend(rec.attributions)
+                _count(rec, status, shadow, replaced, attributions, result, db, token)
             if parsed_s > PARSE_S:
                 batches.commit()  # the next record may take as long to parse: not with the lock held
             else:
@@ -296,6 +307,19 @@ def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOption
         _merge_stubs(db, stubs, result, token)
         result.skipped_lines = list(opts.extra.get("skipped_lines", []))
     staging.publish(db, token, list(replaced.items()), attributions)
+
+
+def _count(rec: ImportedRecord, status: str, shadow: str | None, replaced: dict[str, str],
+           attributions: list[Attribution], result: FileResult, db: Database, token: str) -> None:
+    """Note a staged trajectory in the file's result; stage its labels unless it was unchanged."""
+    if shadow is not None:
+        replaced[shadow] = rec.trajectory.id
+    result.trajectory_ids.append(rec.trajectory.id)
+    setattr(result, status, getattr(result, status) + 1)
+    if status != "unchanged":
+        result.ledger.merge(rec.ledger)
+        result.labels += staging.stage_labels(db, token, rec.labels)
+        attributions.extend(rec.attributions)
 
 
 def _discard(db: Database, token: str) -> None:
