@@ -76,6 +76,9 @@ class Importer:
     description: ClassVar[str]
     #: A catch-all reader (plain text, bare chat lists) that yields to any specific match.
     fallback: ClassVar[bool] = False
+    #: Everything it reads of a file is in the file's bytes (no sibling files, no folder): an
+    #: unchanged re-import of the same bytes is then answered without reading them (``store.sources``).
+    self_contained: ClassVar[bool] = False
 
     def sniff(self, head: Head) -> bool:
         """Whether this importer recognises the file from its head alone."""

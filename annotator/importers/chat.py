@@ -95,6 +95,7 @@ def looks_like_chat(items: object) -> bool:
 
 class OpenAIChat(Importer):
     name = "openai_chat"
+    self_contained = True
     description = "OpenAI chat message list: a bare list, or an object with 'messages' (tool_calls included)"
     fallback = True
 

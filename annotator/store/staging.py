@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -154,14 +154,18 @@ def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
     return len(rows)
 
 
-def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution]) -> None:
+def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution],
+            source: Callable[[], None] | None = None) -> None:
     """Make everything the import staged visible, in one transaction.
 
     ``replaced`` pairs (shadow id, real id) of changed trajectories: the real one takes the
     shadow's steps and fields. Only this swap reads the replaced content again; a file of new
-    trajectories publishes in milliseconds.
+    trajectories publishes in milliseconds. ``source`` writes what else must appear with them
+    (the record of the file read, ``store.sources``).
     """
     with write(db):
+        if source is not None:
+            source()
         for shadow, real in replaced:
             move_version(db, shadow, real)
         db.execute("UPDATE trajectories SET pending = NULL WHERE pending = ?", [token])
