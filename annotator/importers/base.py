@@ -9,6 +9,7 @@ bounded look at the file) and reads the file as a stream of :class:`ImportedReco
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,8 +111,8 @@ def stable_id(*parts: object) -> str:
     return digest[:16]
 
 
-#: Step fields that make up its content (``raw`` is the source's and left out).
-_STEP_FIELDS = tuple(f for f in Step.model_fields if f != "raw")
+#: The step fields that make up its content (``raw`` is the source's and left out), read at once.
+_STEP_FIELDS = operator.attrgetter(*(f for f in Step.model_fields if f != "raw"))
 
 
 class ContentHash:
@@ -125,8 +126,7 @@ class ContentHash:
 
     def add(self, step: Step) -> None:
         # The field values straight from the model: model_dump per step costs more than the hash.
-        self._h.update(orjson.dumps([getattr(step, f) for f in _STEP_FIELDS], option=orjson.OPT_SORT_KEYS,
-                                    default=str))
+        self._h.update(orjson.dumps(_STEP_FIELDS(step), option=orjson.OPT_SORT_KEYS, default=str))
 
     def hexdigest(self, traj: Trajectory) -> str:
         head = traj.model_dump(mode="json", exclude={"steps", "raw", "imported_at", "content_hash", "source_path"})
