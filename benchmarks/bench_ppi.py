@@ -9,7 +9,8 @@ the 95% intervals of each mode's prevalence are computed: the judge alone (Wilso
 the report computes them; beside them, for comparison, the normal-approximation (Wald) interval
 of people alone, and PPI++ with its normal interval (``annotator.report.ppi``). Two designs: a
 simple random audit, and a stratified one that takes half of the audit from the judge's positives
-of FM-2.4 (the rarest mode, which the judge misses half of), estimated stratum by stratum.
+of FM-2.4 (the rarest mode, which the judge misses half of), estimated stratum by stratum; and,
+as for one group of a report, a simple random audit of 60 of 1,700.
 
 Printed per mode and design: coverage of the true prevalence, mean interval width of the
 corrected estimate over people alone, and bias. The run fails when, in either design, the
@@ -59,32 +60,33 @@ def judge_labels(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.where(truth, u < SENSITIVITY, u < FALSE_POSITIVE)
 
 
-def _audit(judge: np.ndarray, rng: np.random.Generator, stratified: bool) -> tuple[np.ndarray, np.ndarray]:
+def _audit(judge: np.ndarray, rng: np.random.Generator, stratified: bool, n_audit: int) -> tuple[np.ndarray, np.ndarray]:
     """The audited rows and every row's stratum: simple random, or half from the judge's RARE positives."""
     if not stratified:
-        return rng.choice(N, N_AUDIT, replace=False), np.zeros(N, dtype=int)
+        return rng.choice(len(judge), n_audit, replace=False), np.zeros(len(judge), dtype=int)
     strata = judge[:, MODES.index(RARE)].astype(int)
     picks = []
     for h in (1, 0):
         members = np.flatnonzero(strata == h)
-        picks.append(rng.choice(members, min(len(members), N_AUDIT // 2), replace=False))
+        picks.append(rng.choice(members, min(len(members), n_audit // 2), replace=False))
     return np.concatenate(picks), strata
 
 
-def simulate(reps: int = REPS, seed: int = 7, stratified: bool = False) -> Figures:
-    """``reps`` repetitions of truth, judge and audit (simple random, or stratified on RARE's verdict)."""
+def simulate(reps: int = REPS, seed: int = 7, stratified: bool = False, n: int = N, n_audit: int = N_AUDIT) -> Figures:
+    """``reps`` repetitions of truth, judge and audit of ``n_audit`` of ``n`` (simple random, or
+    stratified on RARE's verdict)."""
     k = len(MODES)
     hits = {e: np.zeros(k) for e in ESTIMATORS}
     width = {e: np.zeros(k) for e in ESTIMATORS}
     bias = {e: np.zeros(k) for e in ESTIMATORS}
     for r in range(reps):
         rng = np.random.default_rng([seed, r])
-        truth = rng.random((N, k)) < PREVALENCE
+        truth = rng.random((n, k)) < PREVALENCE
         judge = judge_labels(truth, rng)
         target = truth.mean(axis=0)
-        audited, strata = _audit(judge, rng, stratified)
+        audited, strata = _audit(judge, rng, stratified, n_audit)
         y, yhat, yall = truth[audited].astype(float), judge[audited].astype(float), judge.astype(float)
-        lo, hi = wilson(judge.sum(axis=0), np.full(k, N))
+        lo, hi = wilson(judge.sum(axis=0), np.full(k, n))
         people = [share(y[:, j], strata[audited], strata) for j in range(k)]
         corrected = [share(y[:, j], strata[audited], strata, yhat[:, j], yall[:, j]) for j in range(k)]
         est = {
@@ -103,9 +105,9 @@ def simulate(reps: int = REPS, seed: int = 7, stratified: bool = False) -> Figur
                    {e: v / reps for e, v in bias.items()})
 
 
-def report(fig: Figures, title: str) -> list[str]:
+def report(fig: Figures, title: str, n: int = N, n_audit: int = N_AUDIT) -> list[str]:
     """Print the figures; return what fails the acceptance checks."""
-    print(f"\n{title}: {REPS} repetitions, N = {N}, n = {N_AUDIT} audited")
+    print(f"\n{title}: {REPS} repetitions, N = {n}, n = {n_audit} audited")
     print(f"{'mode':8} {'truth':>5} | {'coverage judge/people/ppi':>25} | {'wald people/ppi++':>17} |"
           f" {'width ppi/people':>16} | {'bias judge/ppi (pp)':>19}")
     ratio = fig.ratio()
@@ -139,6 +141,8 @@ def report(fig: Figures, title: str) -> list[str]:
 def main() -> int:
     problems = report(simulate(), "simple random audit")
     problems += report(simulate(stratified=True), f"stratified audit (half from the judge's {RARE} positives)")
+    # A report's groups are smaller: one system's share of the run and of its audit.
+    problems += report(simulate(n=1700, n_audit=60), "simple random audit of one group", 1700, 60)
     for p in problems:
         print("FAILED:", p)
     return 1 if problems else 0
