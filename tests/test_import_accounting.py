@@ -94,6 +94,11 @@ def _tau_results(path: Path) -> int:
     return sum(len(rec["traj"]) for rec in orjson.loads(path.read_bytes()))
 
 
+def _tau2_messages(path: Path) -> int:
+    """Messages of every simulation of a tau2-bench results file."""
+    return sum(len(sim["messages"]) for sim in orjson.loads(path.read_bytes())["simulations"])
+
+
 def _stirrup(path: Path) -> int:
     """Messages of every history group (and a cache's active ``msgs``)."""
     data = orjson.loads(path.read_bytes())
@@ -135,6 +140,7 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("gemini_cli", REAL_WORLD / "gemini_cli_session.json", _messages),
     ("tau_bench", FIXTURES / "tau_bench" / "gpt-4o-airline.json", _tau_results),
     ("tau_bench", REAL_WORLD / "tau_bench_airline_few_shot.jsonl", _lines),
+    *[("tau2_bench", p, _tau2_messages) for p in sorted((FIXTURES / "tau2_bench").glob("*.json"))],
     ("stirrup", FIXTURES / "stirrup" / "itbench_aa" / "1" / "history.json", _stirrup),
     ("stirrup", FIXTURES / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json", _stirrup),
 ]
