@@ -100,10 +100,17 @@ def _tau2_messages(path: Path) -> int:
 
 
 def _stirrup(path: Path) -> int:
-    """Messages of every history group (and a cache's active ``msgs``)."""
+    """Messages of every history group (and a cache's active ``msgs``), and of every sub-agent
+    run kept in ``run_metadata`` (``{message_history, run_metadata}`` lists), at any depth."""
     data = orjson.loads(path.read_bytes())
     groups = data["history"] if "history" in data else [*data["full_msg_history"], data["msgs"]]
-    return sum(len(g) for g in groups)
+
+    def sub_agents(metadata: dict) -> int:
+        runs = [r for v in metadata.values() if isinstance(v, list) for r in v
+                if isinstance(r, dict) and "message_history" in r]
+        return sum(sum(map(len, r["message_history"])) + sub_agents(r["run_metadata"]) for r in runs)
+
+    return sum(len(g) for g in groups) + sub_agents(data.get("run_metadata") or {})
 
 
 def _label_export(tmp_path: Path) -> Path:
@@ -142,6 +149,7 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("tau_bench", REAL_WORLD / "tau_bench_airline_few_shot.jsonl", _lines),
     *[("tau2_bench", p, _tau2_messages) for p in sorted((FIXTURES / "tau2_bench").glob("*.json"))],
     ("stirrup", FIXTURES / "stirrup" / "itbench_aa" / "1" / "history.json", _stirrup),
+    ("stirrup", FIXTURES / "stirrup" / "sub_agents" / "history.json", _stirrup),
     ("stirrup", FIXTURES / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json", _stirrup),
 ]
 
