@@ -41,9 +41,9 @@ SAMPLES = [
      "gpt-4o-mini-2024-07-18"),
     ("otel_genai/otel_genai_client_span_tool_calls.attributes.json", "otel_genai", 5, 1,
      {"assistant", "tool", "user"}, "unknown", None, "gpt-4-0613"),
-    ("swe_agent/6e44b9__sweagenttestrepo-1c2844.traj", "swe_agent", 17, 5, {"main"}, "unknown", None, "gpt-4o"),
-    ("swe_agent/function_calling_simple.traj", "swe_agent", 17, 5, {"main"}, "unknown", None, None),
-    ("swe_agent/marshmallow-code__marshmallow-1867.function_calling.traj", "swe_agent", 35, 11, {"main"},
+    ("swe_agent/6e44b9__sweagenttestrepo-1c2844.traj", "swe_agent", 17, 5, {"main", "environment", "system", "user"}, "unknown", None, "gpt-4o"),
+    ("swe_agent/function_calling_simple.traj", "swe_agent", 17, 5, {"main", "environment", "system", "user"}, "unknown", None, None),
+    ("swe_agent/marshmallow-code__marshmallow-1867.function_calling.traj", "swe_agent", 35, 11, {"main", "environment", "system", "user"},
      "unknown", None, "gpt-4o"),
 ]
 

@@ -53,6 +53,17 @@ def test_swe_agent_0x_task_is_the_issue_not_the_demonstration():
     assert traj.outcome == "unknown" and traj.metadata[HIDDEN]["exit_status"] == "submitted"
 
 
+def test_swe_agent_messages_are_spoken_by_their_role_to_the_agent_whose_history_holds_them():
+    [rec] = _read(REAL / "swe_agent_0.x_pydicom__pydicom-1458.traj")
+    traj = rec.trajectory
+    assert traj.title == "swe_agent_0.x_pydicom__pydicom-1458"
+    assert {(s.kind, s.agent) for s in traj.steps} == {
+        ("system", "system"), ("message", "user"), ("thought", "primary"), ("tool_call", "primary"),
+        ("tool_result", "environment")}
+    issue = next(s for s in traj.steps if s.kind == "message")
+    assert issue.recipient == "primary" and "Pixel Representation" in issue.content
+
+
 def test_swe_agent_0x_model_comes_from_the_run_folder(tmp_path):
     run = tmp_path / "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1"
     run.mkdir()
