@@ -21,7 +21,7 @@ SAMPLES = [
     ("codex_cli/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl", "codex_cli", 10, 3,
      {"codex", "environment", "user"}, "unknown", None, "synthetic-model"),
     ("inspect_ai/2025-05-12T20-27-36-04-00_browser.json", "inspect_ai", 10, 4,
-     {"assistant", "tool", "user"}, "success", 1.0, "openai/gpt-4o-mini"),
+     {"assistant", "environment", "user"}, "success", 1.0, "openai/gpt-4o-mini"),
     ("inspect_ai/log_read_sample.eval", "inspect_ai", 3, 0,
      {"assistant", "system", "user"}, "success", 1.0, "ollama/gemma3"),
     ("mini_swe_agent/github_issue.traj.json", "mini_swe_agent", 32, 10,
