@@ -209,6 +209,15 @@ def test_mad_human_final_round_per_annotator(mad):
     assert (summary.n_steps, summary.outcome, summary.system, summary.benchmark) == (7, "unknown", "MetaGPT", "MMLU")
 
 
+def test_mad_metagpt_log_task_is_the_users_requirement(mad):
+    """Record 4 is a MetaGPT communication log with no prompt beside it: its task is the CONTENT
+    of the Human UserRequirement message, up to the next message."""
+    db, _, _, by_record = mad
+    traj = get_trajectory(db, by_record[4], with_steps=False)
+    assert traj.task.startswith("The following are multiple choice questions (with answers) about high_school")
+    assert "NEW MESSAGES" not in traj.task and "Question:" in traj.task
+
+
 def test_mad_human_hides_notes_and_outcome_from_steps(mad):
     db, _, source, by_record = mad
     for record in (1, 2):
