@@ -35,6 +35,7 @@ MORE = {
     **{p: "tau2_bench" for p in sorted((Path(__file__).parent / "fixtures" / "tau2_bench").glob("*.json"))},
     Path(__file__).parent / "fixtures" / "stirrup" / "itbench_aa" / "1" / "history.json": "stirrup",
     Path(__file__).parent / "fixtures" / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json": "stirrup",
+    Path(__file__).parent / "fixtures" / "stirrup" / "sub_agents" / "history.json": "stirrup",
 }
 
 

@@ -250,10 +250,8 @@ def _run_metadata(saved: dict) -> dict:
         merged: dict = {}
         for turn in saved["run_metadata_by_turn"].values():
             for name, value in obj(turn).items():
-                if isinstance(value, list):
-                    merged.setdefault(name, []).extend(value)
-                else:
-                    merged[name] = value
+                earlier = merged.get(name)
+                merged[name] = [*earlier, *value] if isinstance(earlier, list) and isinstance(value, list) else value
         return merged
     return obj(saved.get("run_metadata"))
 
