@@ -50,57 +50,10 @@ def iter_records(path: Path) -> Iterator[tuple[int, object]]:
             raise ImportFailure(str(path), "expected a JSON array of records")
         yield from enumerate(data, start=1)
         return
-    yield from _streamed_items(path, "item")
-
-
-def object_and_items(path: Path, key: str) -> tuple[dict, Iterator[tuple[int, object]] | None]:
-    """A JSON object's fields but ``key``, and the items of its array ``key`` numbered from 1
-    (None when the object has no ``key``): for a file of run metadata beside many records.
-
-    A file up to ``WHOLE_JSON_BYTES`` is parsed at once; a larger one is read twice with ijson,
-    first the other fields (the array skipped unbuilt), then the array one item at a time.
-    """
-    if path.stat().st_size <= WHOLE_JSON_BYTES:
-        data = load_json(path)
-        if not isinstance(data, dict):
-            raise ImportFailure(str(path), "expected a JSON object")
-        items = data.pop(key, None)
-        if items is None and key not in data:
-            return data, None
-        if not isinstance(items, list):
-            raise ImportFailure(str(path), f"'{key}' must be a list")
-        return data, enumerate(items, start=1)
-    fields, found = _fields_except(path, key)
-    return fields, (_streamed_items(path, f"{key}.item") if found else None)
-
-
-def _fields_except(path: Path, key: str) -> tuple[dict, bool]:
-    fields: dict = {}
-    found, name, builder = False, None, None
-    try:
-        with path.open("rb") as fh:
-            for prefix, event, value in ijson.parse(fh, use_float=True):
-                if prefix == "":
-                    if builder is not None:
-                        fields[name] = builder.value
-                    builder = None
-                    if event == "map_key":
-                        name, found = value, found or value == key
-                        builder = None if value == key else ijson.ObjectBuilder()
-                    elif event not in ("start_map", "end_map"):
-                        raise ImportFailure(str(path), "expected a JSON object")
-                elif builder is not None:
-                    builder.event(event, value)
-    except ijson.common.JSONError as exc:
-        raise ImportFailure(str(path), f"malformed JSON: {exc}") from exc
-    return fields, found
-
-
-def _streamed_items(path: Path, prefix: str) -> Iterator[tuple[int, object]]:
     n = 0
     try:
         with path.open("rb") as fh:
-            for n, item in enumerate(ijson.items(fh, prefix, use_float=True), start=1):
+            for n, item in enumerate(ijson.items(fh, "item", use_float=True), start=1):
                 yield n, item
     except ijson.common.JSONError as exc:
         raise ImportFailure(str(path), f"malformed JSON after record {n}: {exc}", where=f"record {n + 1}") from exc

@@ -19,13 +19,14 @@ and does not, how to behave), or the ticket of a solo run. The reward is the sco
 the reward's breakdown, the task's evaluation criteria, its purpose and initial state, and any
 review of the run are hidden metadata: an annotator judges the conversation without the key.
 
-Voice runs are saved as a folder (``results.json`` beside ``simulations/``) and hold audio
+A file too big to parse whole is read one simulation at a time (``tau2`` writes ``info`` and
+``tasks`` before them). Voice runs are saved as a folder (``results.json`` beside ``simulations/``) and hold audio
 ``ticks`` instead of messages; they are refused by name rather than imported empty.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -34,7 +35,7 @@ from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, record_values, stable_id
 from annotator.importers.detect import Head
 from annotator.importers.media import base64_size, placeholder
-from annotator.importers.reading import object_and_items
+from annotator.importers.reading import load_json, stream_members, streamed
 from annotator.importers.steps import StepList, as_int, json_text, obj, parse_time, plain, seq, str_or_none
 from annotator.importers.tau_bench import reward_outcome
 from annotator.models import HIDDEN, Trajectory
@@ -124,25 +125,34 @@ class Tau2Bench(Importer):
                 and {"agent_info", "user_info"} <= head.keys("info"))
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
-        fields, simulations = object_and_items(path, "simulations")
-        if simulations is None:
-            raise ImportFailure(str(path), "tau2-bench results without 'simulations': a voice run's folder "
-                                           "(simulations/ beside results.json) is not read")
-        info, tasks = obj(fields.get("info")), {}
-        for task in seq(fields.get("tasks")):
-            tasks.setdefault(str(obj(task).get("id")), obj(task))
+        run: dict = {}
+        if streamed(path):  # one simulation at a time; tau2 writes info and tasks before them
+            simulations: Iterable = stream_members(path, "simulations", run)
+        else:
+            data = load_json(path)
+            if not isinstance(data, dict):
+                raise ImportFailure(str(path), "expected tau2-bench results: a JSON object with 'simulations'")
+            run = {k: v for k, v in data.items() if k != "simulations"}
+            simulations = data.get("simulations") or []
+            if not isinstance(simulations, list):
+                raise ImportFailure(str(path), "'simulations' must be a list")
+        tasks: dict | None = None
         n = 0
-        for n, sim in simulations:
+        for n, sim in enumerate(simulations, start=1):
+            if tasks is None:
+                tasks = {str(obj(t).get("id")): obj(t) for t in seq(run.get("tasks"))}
             where = f"simulations[{n - 1}]"
             if not isinstance(sim, dict) or not isinstance(sim.get("messages", []), list):
                 raise ImportFailure(str(path), "not a tau2-bench simulation (needs a 'messages' list)", where=where)
             if sim.get("ticks") and not sim.get("messages"):
                 raise ImportFailure(str(path), "a full-duplex voice simulation (audio 'ticks'): not read", where=where)
             with record_values(path, where):
-                item = self._simulation(path, where, sim, info, tasks.get(str(sim.get("task_id")), {}), opts)
+                item = self._simulation(path, where, sim, obj(run.get("info")), tasks.get(str(sim.get("task_id")), {}),
+                                        opts)
             yield item
         if n == 0:
-            raise ImportFailure(str(path), "no tau2-bench simulations")
+            raise ImportFailure(str(path), "no tau2-bench simulations: a voice run's folder "
+                                           "(results.json beside simulations/) is not read")
 
     def _simulation(self, path: Path, where: str, sim: dict, info: dict, task: dict,
                     opts: ImportOptions) -> ImportedRecord:
