@@ -13,12 +13,17 @@ one last short transaction:
 - the file's labels wait in ``pending_labels``, its attributions in memory, until then.
 
 A file that fails is discarded (:func:`discard`): nothing of it remains, visible or not. A
-process killed mid-import leaves only invisible rows, tagged with a token naming its process;
-the next import discards those of processes that are gone (:func:`discard_abandoned`).
+process killed mid-import leaves only invisible rows, tagged with its import's token; the next
+import discards those of imports that are gone (:func:`discard_abandoned`). An import is alive
+while its process holds a lock on its lease file beside the database (``<db>-import-<id>``,
+like SQLite's own ``-wal``): the kernel releases it when the process dies, however it dies,
+and unlike a process id it is not taken over by the next process to get the same number (in a
+container every first process is pid 1).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import uuid
@@ -48,10 +53,41 @@ class ImportClash(AnnotatorError):
     """Another process is importing the same trajectory right now."""
 
 
+#: Lease files of this process's imports in progress, by token: the open, locked descriptors
+#: (-1 for a database in memory, which has no file to put a lease beside).
+_LEASES: dict[str, int] = {}
+
+
+def _lease_path(db: Database, token: str) -> Path | None:
+    """The lease file of import ``token`` (None for a database without a file)."""
+    file = db.execute("PRAGMA database_list").fetchone()[2]
+    return Path(f"{file}-import-{token.rsplit(':', 1)[-1]}") if file else None
+
+
+def _take_lease(db: Database, token: str) -> None:
+    path = _lease_path(db, token)
+    if path is None:  # a database in memory is this connection's alone: the entry is the lease
+        _LEASES[token] = -1
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+    _LEASES[token] = fd
+
+
+def _end_lease(db: Database, token: str) -> None:
+    fd = _LEASES.pop(token, None)
+    path = _lease_path(db, token)
+    if path is not None:
+        path.unlink(missing_ok=True)
+    if fd is not None and fd >= 0:
+        os.close(fd)
+
+
 def start(db: Database, source: str) -> str:
     """Register an import of ``source`` by this process; its token marks everything it stages."""
     host = socket.gethostname()
     token = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    _take_lease(db, token)  # before the row: a registered import always has its lease
     with write(db):
         db.execute(
             "INSERT INTO imports (token, host, pid, source, started_at) VALUES (?, ?, ?, ?, ?)",
@@ -180,6 +216,7 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
         for att in attributions:
             save_attribution(db, att)
         db.execute("DELETE FROM imports WHERE token = ?", [token])
+    _end_lease(db, token)
 
 
 def discard(db: Database, token: str) -> None:
@@ -190,21 +227,28 @@ def discard(db: Database, token: str) -> None:
             batches.point()
         db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
         db.execute("DELETE FROM imports WHERE token = ?", [token])
+    _end_lease(db, token)
 
 
 def discard_abandoned(db: Database) -> None:
-    """Discard what imports left whose process on this machine is gone."""
-    host = socket.gethostname()
-    for token, pid in db.execute("SELECT token, pid FROM imports WHERE host = ?", [host]).fetchall():
-        if not _alive(pid):
+    """Discard what imports left that are gone: their lease is no longer held."""
+    for (token,) in db.execute("SELECT token FROM imports").fetchall():
+        if token not in _LEASES and not _held(_lease_path(db, token)):
             discard(db, token)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def _held(path: Path | None) -> bool:
+    """Whether a live process holds the lease file at ``path`` (a missing one is held by nobody)."""
+    if path is None:
         return False
-    except PermissionError:  # someone else's process
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
-    return True
+    finally:
+        os.close(fd)
+    return False
