@@ -5,9 +5,10 @@ into Python objects, building a dict and serialising it costs more than SQLite s
 the row. So one query per source selects its current verdicts on the filter's trajectories
 and has ``json_object`` write each JSONL line, trajectory fields included, as bytes; Python
 only joins and writes them. The keys are ``report.export.LONG_COLUMNS`` (the source before the
-trajectory id, as exports have always been written), the values as the store holds them: JSON columns embedded as JSON, ``grounded`` a boolean, a
-``confidence`` with all the digits that give back the same number (SQLite prints 15
-significant digits, which is not always enough; such a value is printed with 17).
+trajectory id, as exports have always been written), the values as the store holds them: JSON
+columns embedded as JSON, ``grounded`` a boolean, a ``confidence`` with all the digits that
+give back the same number (SQLite prints 15 significant digits, which is not always enough;
+such a value is printed with 17).
 """
 
 from __future__ import annotations
