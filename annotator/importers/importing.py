@@ -347,6 +347,7 @@ class _Staged:
         self.stubs: list[ImportedRecord] = []
         self.held = 0  # labels in ``stubs``
         self.hashes: dict[str, str] = {}  # id: content hash of each trajectory staged whole
+        self.status: dict[str, str] = {}  # id: what publishing makes of each trajectory staged whole
 
     def write(self, gathered: list[ImportedRecord], batches: Batches) -> None:
         """Stage ``gathered`` (emptied) in order, in one transaction unless it takes longer than
@@ -370,11 +371,26 @@ class _Staged:
         batches.commit()
 
     def count(self, rec: ImportedRecord, status: str, shadow: str | None) -> None:
-        """Note a staged trajectory in the file's result; stage its labels unless it was unchanged."""
+        """Note a staged trajectory in the file's result; stage its labels unless it was unchanged.
+
+        A file that gives an id twice is one trajectory, the later record's (staging replaced
+        the earlier one's steps): it is counted once, as what publishing makes of it, and the
+        earlier record's labels and attributions are withdrawn, with a warning that says so."""
+        tid = rec.trajectory.id
         if shadow is not None:
-            self.replaced[shadow] = rec.trajectory.id
-        self.hashes[rec.trajectory.id] = rec.trajectory.content_hash
-        self.result.trajectory_ids.append(rec.trajectory.id)
+            self.replaced[shadow] = tid
+        self.hashes[tid] = rec.trajectory.content_hash
+        earlier = self.status.get(tid)
+        if earlier is None:
+            self.result.trajectory_ids.append(tid)
+        else:
+            setattr(self.result, earlier, getattr(self.result, earlier) - 1)
+            status = "imported" if earlier == "imported" else status
+            if earlier != "unchanged":
+                self.result.labels -= staging.unstage_labels(self.db, self.token, tid)
+                self.attributions = [a for a in self.attributions if a.trajectory_id != tid]
+            rec.ledger.warn("duplicate_id", "a trajectory id the file gives again: the later record is kept")
+        self.status[tid] = status
         setattr(self.result, status, getattr(self.result, status) + 1)
         if status != "unchanged":
             self.result.ledger.merge(rec.ledger)
