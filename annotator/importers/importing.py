@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
+from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat, first_line
 from annotator.importers.accounting import Ledger, check
 from annotator.importers.base import (
     ImportedRecord,
@@ -175,8 +175,10 @@ STUB_BATCH_LABELS = 10_000
 def import_file(
     db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None, walked: bool = False
 ) -> FileResult:
-    """Import one file (or run folder) atomically; errors are captured in the result, never
-    half-written. A file a folder walk found that no importer recognises is skipped, not failed."""
+    """Import one file (or run folder) atomically: what is wrong with the file is captured in the
+    result, never half-written; trouble with the database itself (StoreError, SQLite's errors)
+    is raised, since no other file would import either. A file a folder walk found that no
+    importer recognises is skipped, not failed."""
     opts = opts or ImportOptions()
     result = FileResult(path=str(path))
     head: Head | None = None
@@ -231,8 +233,7 @@ def import_file(
         result.error = str(exc)
         _nothing_written(result)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        result.error = f"{path}: {first_line}"
+        result.error = f"{path}: {first_line(exc)}"
         _nothing_written(result)
     return result
 
@@ -446,7 +447,7 @@ def import_planned(
     summary = ImportSummary()
     staging.discard_abandoned(db)
     # What importers derive from the options alone (a parsed ground-truth folder), shared by the
-    #: files of this import so it is worked out once; each file still gets its own ``extra``.
+    # files of this import so it is worked out once; each file still gets its own ``extra``.
     shared: dict = {}
     for path, walked in plan:
         file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {"shared": shared}})
