@@ -237,7 +237,7 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                     ["mode", *ESTIMATE_COLUMNS], [{"mode": m, **_prevalence(a, everything, j)}
                                                   for j, m in enumerate(modes)], _design(a, audit))]
     for column in by:
-        levels = sorted(set(frame.groups[column].tolist()))
+        levels = frame.levels(column)
         records = [{column: g, "mode": m, **_prevalence(a, frame.groups[column] == g, j)}
                    for g in levels for j, m in enumerate(modes)]
         tables.append(Table(f"prevalence_ppi_by_{column}", f"Prevalence per mode by {column} (judge, people, PPI)",
@@ -249,7 +249,7 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                         gap_columns, [{"mode": m, **_gap(a, everything, j)} for j, m in enumerate(modes)]))
     mean_rows = [{"group": "all", **_mean_modes(a, everything)}]
     for column in by:
-        for g in sorted(set(frame.groups[column].tolist())):
+        for g in frame.levels(column):
             mean_rows.append({"group": f"{column}={g}", **_mean_modes(a, frame.groups[column] == g)})
     tables.append(Table("mean_modes_ppi", "Mean distinct modes per failed trajectory (judge, people, PPI)",
                         ["group", *ESTIMATE_COLUMNS], mean_rows))

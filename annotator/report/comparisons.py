@@ -20,8 +20,7 @@ from annotator.report.tables import num
 
 def group_vs_rest(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[dict]:
     """Every level of ``column`` (when it has at least two) against the rest, per mode."""
-    values = frame.groups[column]
-    levels = sorted(set(values.tolist()))
+    values, levels = frame.groups[column], frame.levels(column)
     if len(levels) < 2:
         return []
     out = []

@@ -35,13 +35,13 @@ MAX_GROUPS = 5
 
 def _levels(frame: Frame, column: str) -> list[str]:
     """The column's levels, largest first, at most :data:`MAX_GROUPS`."""
-    values, counts = np.unique(frame.groups[column], return_counts=True)
-    order = sorted(range(len(values)), key=lambda i: (-counts[i], str(values[i])))
-    return [str(values[i]) for i in order[:MAX_GROUPS]]
+    values, counts = frame.levels(column), np.bincount(frame.codes(column), minlength=len(frame.levels(column)))
+    order = sorted(range(len(values)), key=lambda i: (-counts[i], values[i]))
+    return [values[i] for i in order[:MAX_GROUPS]]
 
 
 def _more(frame: Frame, column: str) -> str:
-    extra = len(np.unique(frame.groups[column])) - MAX_GROUPS
+    extra = len(frame.levels(column)) - MAX_GROUPS
     return f"; {extra} more in the tables" if extra > 0 else ""
 
 
@@ -73,7 +73,7 @@ def counts(frame: Frame, column: str) -> list[Finding]:
     out = [Finding("counts", f"{frame.n:,} trajectories counted: {f:,} failed, {s:,} succeeded, {u:,} outcome unknown",
                    {"trajectories": frame.n, "failed": f, "succeeded": s, "outcome_unknown": u})]
     levels = _levels(frame, column)
-    if len(np.unique(frame.groups[column])) > 1:
+    if len(frame.levels(column)) > 1:
         per = []
         for level in levels:
             rows = frame.groups[column] == level
@@ -89,7 +89,7 @@ def counts(frame: Frame, column: str) -> list[Finding]:
 
 def top_modes(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[Finding]:
     """Per level of ``column`` (all trajectories when there is one level), its most prevalent modes."""
-    levels = _levels(frame, column) if len(np.unique(frame.groups[column])) > 1 else [None]
+    levels = _levels(frame, column) if len(frame.levels(column)) > 1 else [None]
     out = []
     for level in levels:
         rows = np.ones(frame.n, bool) if level is None else frame.groups[column] == level
@@ -121,7 +121,7 @@ def mean_modes(frame: Frame, counts_: np.ndarray, overall: dict, by_level: np.nd
     out = [Finding("mean_modes", "mean modes per trajectory: " + ("; ".join(text) or "no trajectory with an outcome"),
                    {k: v for k, v in overall.items() if k.startswith("mean_modes") or k in ("failed", "succeeded")})]
     levels = _levels(frame, column)
-    if len(np.unique(frame.groups[column])) > 1 and nf:
+    if len(frame.levels(column)) > 1 and nf:
         per, parts = [], []
         n = np.array([int(((frame.groups[column] == lv) & (frame.failed == FAILED)).sum()) for lv in levels])
         lo = hi = np.full(len(levels), np.nan)

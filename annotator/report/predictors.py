@@ -100,7 +100,7 @@ def gap_columns(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> n
 def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
     """Per mode: the 2×2 table, risk ratio and odds ratio with 95% intervals, Fisher p, BH q, and
     the Mantel–Haenszel odds ratio over systems."""
-    systems = np.unique(frame.groups["system"], return_inverse=True)[1]
+    systems = frame.codes("system")
     out = []
     for j, mode in enumerate(frame.mode_ids):
         rows = known[:, j] & (frame.failed != UNKNOWN)
@@ -189,8 +189,10 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
         names.append(frame.mode_ids[j])
         columns.append(x.astype(float))
     for column in ("system", "model"):
+        codes = frame.codes(column)[rows]
+        levels = [lv for lv, used in zip(frame.levels(column), np.bincount(codes, minlength=len(frame.levels(column))),
+                                         strict=True) if used]
         values = frame.groups[column][rows]
-        levels = sorted(set(values.tolist()))
         for level in levels[1:]:
             names.append(f"{column}={level}")
             columns.append((values == level).astype(float))

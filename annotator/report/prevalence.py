@@ -63,7 +63,7 @@ def by_group(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) 
     cats, cp, ck = categories(frame, present, known)
     values = frame.groups[column]
     out: list[dict] = []
-    for level in sorted(set(values.tolist())):
+    for level in frame.levels(column):
         rows = values == level
         out += prevalence_records(list(frame.mode_ids), present[rows], known[rows], **{column: level})
         out += prevalence_records(cats, cp[rows], ck[rows], **{column: level})
@@ -81,8 +81,7 @@ def homogeneity(frame: Frame, present: np.ndarray, known: np.ndarray, column: st
     cats, cp, ck = categories(frame, present, known)
     names = [*frame.mode_ids, *cats]
     hits, decided = np.hstack([present & known, cp]), np.hstack([known, ck])
-    values = frame.groups[column]
-    levels = sorted(set(values.tolist()))
+    values, levels = frame.groups[column], frame.levels(column)
     yes = np.stack([hits[values == level].sum(axis=0) for level in levels]) if levels else np.zeros((0, len(names)))
     n = np.stack([decided[values == level].sum(axis=0) for level in levels]) if levels else yes
     out = []
@@ -115,9 +114,10 @@ def distribution(counts: np.ndarray, failed: np.ndarray, k: int) -> list[dict]:
 
 
 def mean_modes(counts: np.ndarray, failed: np.ndarray, groups: np.ndarray | None = None,
-               column: str | None = None) -> list[dict]:
-    """Mean number of distinct modes per failed and per successful trajectory (per group)."""
-    levels = [None] if groups is None else sorted(set(groups.tolist()))
+               column: str | None = None, levels: list[str] | None = None) -> list[dict]:
+    """Mean number of distinct modes per failed and per successful trajectory (per group of
+    ``groups``, whose sorted distinct values are ``levels``)."""
+    levels = [None] if groups is None else levels
     out = []
     for level in levels:
         rows = np.ones(len(counts), dtype=bool) if level is None else groups == level
