@@ -105,6 +105,23 @@ def _objects(values) -> np.ndarray:
     return arr
 
 
+def trajectory_rows(db: Database, flt: TrajectoryFilter | None = None) -> list[tuple]:
+    """(id, system, model, benchmark, outcome, n_steps, title, task group) of the trajectories the filter selects.
+
+    The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
+    by several systems or models can be clustered without reading the task texts; it is None
+    where the task is unknown.
+    """
+    where, params = _where(flt or TrajectoryFilter())
+    sql = (
+        "SELECT t.id, t.system, t.model, t.benchmark, t.outcome, t.n_steps, t.title, CASE WHEN t.task IS NULL"
+        " THEN NULL ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END FROM trajectories t"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return db.execute(sql + " ORDER BY t.id", params).fetchall()
+
+
 def attribution_rows(db: Database) -> list[tuple[str, str, int | None, str | None]]:
     """(trajectory id, attributed by, step, agent) of every decisive-error attribution."""
     sql = "SELECT trajectory_id, annotator, step, agent FROM attributions ORDER BY trajectory_id"
