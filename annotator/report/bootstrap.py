@@ -71,10 +71,16 @@ class Plan:
         self._blocks: dict[object, np.ndarray] = {}
 
     def add(self, key: object, columns: np.ndarray) -> None:
-        block = np.asarray(columns, dtype=np.float32)
+        block = np.asarray(columns)
         block = block[:, None] if block.ndim == 1 else block
-        small = block.astype(np.int8)
-        self._blocks[key] = small if np.array_equal(small, block) else block
+        if block.dtype == bool:
+            self._blocks[key] = block.view(np.int8)
+        elif np.issubdtype(block.dtype, np.integer) and (not block.size or -128 <= block.min() <= block.max() <= 127):
+            self._blocks[key] = block.astype(np.int8)
+        else:
+            block = block.astype(np.float32)
+            small = block.astype(np.int8)
+            self._blocks[key] = small if np.array_equal(small, block) else block
 
     def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
         """Replicated column sums per key: (replicates, that block's columns).

@@ -51,7 +51,7 @@ def mean_modes_columns(frame: Frame, counts: np.ndarray, column: str) -> np.ndar
     failed = frame.failed == FAILED
     cols = []
     for level in _levels(frame, column):
-        in_level = failed & (frame.groups[column] == level)
+        in_level = failed & frame.in_level(column, level)
         cols += [counts * in_level, in_level]
     return np.column_stack(cols) if cols else np.zeros((frame.n, 0))
 
@@ -76,7 +76,7 @@ def counts(frame: Frame, column: str) -> list[Finding]:
     if len(frame.levels(column)) > 1:
         per = []
         for level in levels:
-            rows = frame.groups[column] == level
+            rows = frame.in_level(column, level)
             per.append({column: level, "trajectories": int(rows.sum()),
                         "failed": int((rows & (frame.failed == FAILED)).sum()),
                         "succeeded": int((rows & (frame.failed == SUCCEEDED)).sum())})
@@ -92,7 +92,7 @@ def top_modes(frame: Frame, present: np.ndarray, known: np.ndarray, column: str)
     levels = _levels(frame, column) if len(frame.levels(column)) > 1 else [None]
     out = []
     for level in levels:
-        rows = np.ones(frame.n, bool) if level is None else frame.groups[column] == level
+        rows = np.ones(frame.n, bool) if level is None else frame.in_level(column, level)
         with_mode = (present & known)[rows].sum(axis=0)
         decided = known[rows].sum(axis=0)
         order = sorted((j for j in range(len(frame.mode_ids)) if with_mode[j]),
@@ -123,7 +123,7 @@ def mean_modes(frame: Frame, counts_: np.ndarray, overall: dict, by_level: np.nd
     levels = _levels(frame, column)
     if len(frame.levels(column)) > 1 and nf:
         per, parts = [], []
-        n = np.array([int(((frame.groups[column] == lv) & (frame.failed == FAILED)).sum()) for lv in levels])
+        n = np.array([int((frame.in_level(column, lv) & (frame.failed == FAILED)).sum()) for lv in levels])
         lo = hi = np.full(len(levels), np.nan)
         if by_level is not None and len(by_level):
             means = bootstrap.ratio(by_level[:, 0::2], by_level[:, 1::2])
@@ -131,7 +131,7 @@ def mean_modes(frame: Frame, counts_: np.ndarray, overall: dict, by_level: np.nd
         for i, level in enumerate(levels):
             if not n[i]:
                 continue
-            rows = (frame.groups[column] == level) & (frame.failed == FAILED)
+            rows = frame.in_level(column, level) & (frame.failed == FAILED)
             mean, low, high = num(counts_[rows].mean()), num(lo[i]), num(hi[i])
             per.append({column: level, "failed": int(n[i]), "mean_modes_failed": mean, "boot_low": low,
                         "boot_high": high})

@@ -14,6 +14,7 @@ a rules run gives verdicts on the few modes its detectors look for, and is repor
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +39,7 @@ class Frame:
     taxonomy: Taxonomy
     ids: np.ndarray
     titles: np.ndarray
-    groups: dict[str, np.ndarray]  # str per row, "-" where the value is missing
+    groups: Mapping[str, np.ndarray]  # str per row, "-" where the value is missing (made when read)
     failed: np.ndarray  # int8: 1 failed, 0 succeeded, -1 unknown
     n_steps: np.ndarray
     tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
@@ -73,6 +74,30 @@ class Frame:
         """Each row's index into :meth:`levels` of a grouping column."""
         return self.group_codes[column]
 
+    def in_level(self, column: str, level: str) -> np.ndarray:
+        """Which rows have ``level`` in a grouping column (none if it is not one of its levels)."""
+        levels = self.group_levels[column]
+        return self.group_codes[column] == (levels.index(level) if level in levels else -1)
+
+
+class GroupValues(Mapping):
+    """Each grouping column's value per row, as a string array made from its levels and codes
+    the first time it is read: the statistics group by codes and never need it."""
+
+    def __init__(self, levels: dict[str, list[str]], codes: dict[str, np.ndarray]) -> None:
+        self._levels, self._codes, self._made = levels, codes, {}
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        if column not in self._made:
+            self._made[column] = np.asarray(self._levels[column] or [""], dtype=str)[self._codes[column]]
+        return self._made[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._codes)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
 
 def build(
     db: Database, source_names: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None
@@ -101,7 +126,7 @@ def build(
     cover = np.logical_and.reduce([loaded[s.name].covered for s in sources]) if sources else np.ones(len(mode_ids), bool)
     everything = bool(keep.all())
     rows = slice(None) if everything else keep
-    group_levels, group_codes, groups = {}, {}, {}
+    group_levels, group_codes = {}, {}
     for column in GROUP_COLUMNS:
         codes = cols.codes[column][rows]
         used = np.flatnonzero(np.bincount(codes, minlength=len(cols.levels[column])))
@@ -109,7 +134,6 @@ def build(
         renumber[used] = np.arange(len(used), dtype=np.int32)
         group_levels[column] = [cols.levels[column][i] for i in used.tolist()]
         group_codes[column] = renumber[codes]
-        groups[column] = np.asarray(group_levels[column] or [""], dtype=str)[group_codes[column]]
     labels = {}
     for name in list(loaded):
         labels[name] = _subset(loaded.pop(name), keep, everything, cover)
@@ -117,7 +141,7 @@ def build(
         taxonomy=taxonomy,
         ids=ids[rows],
         titles=cols.titles[rows],
-        groups=groups,
+        groups=GroupValues(group_levels, group_codes),
         failed=cols.outcome[rows],
         n_steps=cols.n_steps[rows],
         tasks=cols.tasks[rows],

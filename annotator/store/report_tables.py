@@ -66,8 +66,7 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> Tra
     groups = ", ".join(f"coalesce(nullif(t.{c}, ''), '-')" for c in GROUP_COLUMNS)
     sql = (
         f"SELECT t.id, t.title, {groups}, CASE t.outcome WHEN 'failure' THEN 1 WHEN 'success' THEN 0 ELSE -1 END,"
-        " t.n_steps, CASE WHEN t.task IS NULL THEN -1 ELSE dense_rank() OVER (ORDER BY t.benchmark, t.task) END"
-        " FROM trajectories t"
+        " t.n_steps FROM trajectories t"
     )
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -84,7 +83,8 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> Tra
             local = np.asarray([seen.setdefault(v, len(seen)) for v in values.tolist()], dtype=np.int32)
             codes[i].append(local[inverse])
         numbers.append(np.asarray(cols[5:], dtype=np.int64))
-    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((3, 0), dtype=np.int64)
+    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((2, 0), dtype=np.int64)
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=str)
     levels, sorted_codes = {}, {}
     for i, column in enumerate(GROUP_COLUMNS):
         names = sorted(found[i])
@@ -93,10 +93,22 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> Tra
         levels[column] = names
         sorted_codes[column] = rank[np.concatenate(codes[i])] if codes[i] else np.zeros(0, dtype=np.int32)
     return TrajectoryColumns(
-        ids=np.concatenate(ids) if ids else np.zeros(0, dtype=str),
-        titles=np.concatenate(titles) if titles else _objects([]),
-        codes=sorted_codes, levels=levels, outcome=number[0].astype(np.int8), n_steps=number[1], tasks=number[2],
+        ids=all_ids, titles=np.concatenate(titles) if titles else _objects([]), codes=sorted_codes, levels=levels,
+        outcome=number[0].astype(np.int8), n_steps=number[1], tasks=_task_groups(db, where, params, all_ids),
     )
+
+
+def _task_groups(db: Database, where: list[str], params: list, ids: np.ndarray) -> np.ndarray:
+    """Per trajectory of ``ids`` (sorted), its (benchmark, task) group, numbered by SQLite over the
+    selected trajectories with a task (only those are sorted by their task texts), or -1."""
+    sql = ("SELECT t.id, dense_rank() OVER (ORDER BY t.benchmark, t.task) FROM trajectories t WHERE "
+           + " AND ".join([*where, "t.task IS NOT NULL"]))
+    tasks = np.full(len(ids), -1, dtype=np.int64)
+    cursor = db.execute(sql, params)
+    while rows := cursor.fetchmany(BLOCK):
+        tids, group = zip(*rows, strict=True)
+        tasks[np.searchsorted(ids, np.asarray(tids, dtype=str))] = group
+    return tasks
 
 
 def _objects(values) -> np.ndarray:
