@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from itertools import cycle, islice
 from pathlib import Path
 
@@ -75,8 +76,18 @@ def build(path: Path, n_traj: int, n_steps: int, messages: list) -> None:
     db.close()
 
 
-def timed_rules_run(path: Path) -> tuple[float, float, str]:
-    """(wall s, peak RSS MB, its summary line) of ``mast prelabel --labeller rules`` over ``path``."""
+@dataclass
+class Timed:
+    """One ``mast prelabel --labeller rules`` process: wall and CPU seconds, peak RSS MB, its summary."""
+
+    wall: float
+    cpu: float
+    rss: float
+    summary: str
+
+
+def timed_rules_run(path: Path) -> Timed:
+    """``mast prelabel --labeller rules`` over ``path`` as a process of its own, timed."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(path), "prelabel", "--labeller",
                              "rules", "-q"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -85,7 +96,16 @@ def timed_rules_run(path: Path) -> tuple[float, float, str]:
     wall = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"the rules run failed ({status}): {out}")
-    return wall, usage.ru_maxrss / 1024, out.splitlines()[0] if out else ""
+    return Timed(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, " ".join(out.split()))
+
+
+def load() -> str:
+    return "load average " + " / ".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+#: (what, trajectories, steps each, target wall seconds); every run's target peak RSS is RSS_MB.
+SCALES = (("1,000 trajectories x 100 steps", 1000, 100, 5.0), ("1 trajectory x 1,000,000 steps", 1, 1_000_000, 30.0))
+RSS_MB = 500
 
 
 def scale() -> bool:
@@ -93,17 +113,19 @@ def scale() -> bool:
     ok = True
     print(f"\nscale: `mast prelabel --labeller rules`, its own process; steps tiled from {len(messages):,} real"
           " Who&When messages")
-    print(f"{'database':<34} {'wall s':>7} {'target':>7} {'peak MB':>8} {'target':>7}")
+    print(f"{'database':<32} {'wall s':>7} {'target':>6} {'CPU s':>6} {'us/step':>7} {'peak MB':>7} {'target':>6}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, n_traj, n_steps, target in (("1,000 trajectories x 100 steps", 1000, 100, 5.0),
-                                              ("1 trajectory x 1,000,000 steps", 1, 1_000_000, 30.0)):
+        for name, n_traj, n_steps, target in SCALES:
             path = Path(tmp) / f"{n_traj}x{n_steps}.db"
             build(path, n_traj, n_steps, messages)
-            wall, rss, line = timed_rules_run(path)
-            met = wall <= target and rss <= 500
+            before = load()
+            t = timed_rules_run(path)
+            path.unlink()
+            met = t.wall <= target and t.rss <= RSS_MB
             ok &= met
-            print(f"{name:<34} {wall:>7.2f} {target:>7.0f} {rss:>8.0f} {500:>7}  {'met' if met else 'NOT MET'}")
-            print(f"  {line}")
+            print(f"{name:<32} {t.wall:>7.2f} {target:>6.0f} {t.cpu:>6.2f} {t.cpu / (n_traj * n_steps) * 1e6:>7.1f}"
+                  f" {t.rss:>7.0f} {RSS_MB:>6}  {'met' if met else 'NOT MET'}")
+            print(f"  {before} before, {load()} after; {t.summary}", flush=True)
     return ok
 
 

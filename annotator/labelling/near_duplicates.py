@@ -24,7 +24,6 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 from functools import partial
-from itertools import accumulate
 from typing import NamedTuple
 
 from rapidfuzz.distance import Indel
@@ -61,7 +60,7 @@ class Message(NamedTuple):
     whole: bool
     clauses: frozenset[str] | None
     clause_chars: int
-    keys: frozenset[str] | None
+    keys: tuple[str, ...] | None
 
 
 EMPTY = Message("", True, None, 0, None)
@@ -85,10 +84,14 @@ def message(content: str) -> Message:
     clauses = frozenset(_CLAUSE.findall(text))
     if not clauses:
         return Message(text, whole, clauses, 0, None)
+    total = sum(map(len, clauses))
     longest = sorted(clauses, key=len, reverse=True)
-    running = list(accumulate(map(len, longest)))
-    total = running[-1]
-    return Message(text, whole, clauses, total, frozenset(longest[: bisect_right(running, total / 2) + 1]))
+    covered = 0
+    for n, clause in enumerate(longest, 1):
+        covered += len(clause)
+        if 2 * covered > total:
+            break
+    return Message(text, whole, clauses, total, tuple(longest[:n]))
 
 
 def whole_text(m: Message, content: str) -> str:
@@ -115,7 +118,7 @@ def _close(a: Message, b: Message) -> bool:
     """The clause tests, then the similarity itself, for two messages of compatible lengths."""
     if a.clauses and b.clauses:
         small, large = (a, b) if a.clause_chars <= b.clause_chars else (b, a)
-        if small.keys.isdisjoint(large.clauses):
+        if large.clauses.isdisjoint(small.keys):
             return False
         if 2 * sum(map(len, a.clauses & b.clauses)) < small.clause_chars:
             return False
