@@ -88,10 +88,11 @@ def is_termination(text: str, folded: str | None = None) -> bool:
     if not text:
         return False
     if text.isascii():
-        folded = text.lower() if folded is None else folded
+        lowered = text.lower() if folded is None else None
+        folded = lowered if folded is None else folded
         if "terminate" not in folded and "final" not in folded:
             return False
-        found = _termination_matches(text.lower())
+        found = _termination_matches(text.lower() if lowered is None else lowered)
     else:
         folded = text.casefold() if folded is None else folded
         if "terminate" not in folded and "final" not in folded:
