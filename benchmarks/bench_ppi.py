@@ -153,11 +153,19 @@ def report_gap(fig: Figures) -> list[str]:
     low, widest = int(np.argmin(cover)), int(np.argmax(ratio))
     print(f"corrected gap: coverage mean {cover.mean():.3f}, lowest {cover[low]:.3f} ({MODES[low]}); width / people"
           f" alone mean {ratio.mean():.3f}, highest {ratio[widest]:.3f} ({MODES[widest]})")
+    return _checks(fig, "gap")
+
+
+def _checks(fig: Figures, title: str) -> list[str]:
+    """What fails the corrected interval's checks: coverage below COVERAGE or wider than people
+    alone, on any mode."""
+    cover, ratio = fig.coverage["ppi"], fig.ratio()
+    low, widest = int(np.argmin(cover)), int(np.argmax(ratio))
     problems = []
     if cover[low] < COVERAGE:
-        problems.append(f"gap: the corrected interval covers {MODES[low]} {cover[low]:.3f} < {COVERAGE}")
+        problems.append(f"{title}: the corrected interval covers {MODES[low]} {cover[low]:.3f} < {COVERAGE}")
     if ratio[widest] > 1:
-        problems.append(f"gap: the corrected interval is wider than people alone on {MODES[widest]}")
+        problems.append(f"{title}: the corrected interval is wider than people alone on {MODES[widest]}")
     return problems
 
 
@@ -184,11 +192,7 @@ def report(fig: Figures, title: str, n: int = N, n_audit: int = N_AUDIT) -> list
     print(f"largest judge bias {100 * fig.bias['judge'][worst]:+.1f} pp ({MODES[worst]}),"
           f" largest corrected bias {100 * np.abs(fig.bias['ppi']).max():.2f} pp;"
           f" width ratio range {ratio.min():.3f}-{ratio.max():.3f}")
-    problems = []
-    if cover[low] < COVERAGE:
-        problems.append(f"{title}: the corrected interval covers {MODES[low]} {cover[low]:.3f} < {COVERAGE}")
-    if ratio[widest] > 1:
-        problems.append(f"{title}: the corrected interval is wider than people alone on {MODES[widest]}")
+    problems = _checks(fig, title)
     if fig.coverage["judge"].mean() > 0.5 or abs(fig.bias["judge"][worst]) < 0.05:
         problems.append(f"{title}: the naive estimate is not visibly biased")
     return problems
