@@ -1,9 +1,10 @@
 """The queue screen: what the annotator has to do, filtered, searched, with overall progress.
 
 Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one. The outcome
-column is left out in blind mode, and so are waiting suggestions. The search looks in titles,
-ids and step text as it is typed. An annotator given trajectories by ``mast assign`` sees those
-first and only (``a`` shows everything), and the header says how far they are with them.
+column is left out in blind mode, and so are waiting suggestions; an overlap item, which opens
+blind, shows neither in its row. The search looks in titles, ids and step text as it is typed.
+An annotator given trajectories by ``mast assign`` sees those first and only (``a`` shows
+everything), and the header says how far they are with them.
 """
 
 from __future__ import annotations
@@ -107,10 +108,12 @@ class QueueScreen(Screen[None]):
         system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
         cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
         if not self.app.blind:
-            cells.append(Text(s.outcome))
+            # An overlap item opens blind: its row tells no more than its replay screen will.
+            cells.append(Text("blind", style="#ff8787") if r.blind else line(s.outcome, 12))
         cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
         if not self.app.blind:
-            cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
+            shown = r.pending_suggestions and not r.blind
+            cells.append(Text(str(r.pending_suggestions) if shown else "", style="#d7afff"))
         return cells
 
     def reload(self, follow: str | None = None, rows: list[work.QueueRow] | None = None) -> None:
