@@ -20,6 +20,7 @@ from textual.widgets.data_table import ColumnKey
 from annotator.annotating import queue as work
 from annotator.annotating.adjudication import to_adjudicate
 from annotator.annotating.assignments import summary_line
+from annotator.text import inert
 from annotator.tui.widgets.text import line
 
 STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
@@ -59,8 +60,9 @@ class QueueScreen(Screen[None]):
         yield Static(id="queue-header")
         with Horizontal(id="queue-filters"):
             yield Input(placeholder="/ search titles, ids, steps", id="search")
-            yield Select([(v, v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
-            yield Select([(v, v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
+            # The values come from imported data: shown as text, never parsed as markup.
+            yield Select([(Text(inert(v)), v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
+            yield Select([(Text(inert(v)), v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
             yield Select(
                 [("not started", "not_started"), ("in progress", "in_progress"), ("done", "done")],
                 prompt="status",
