@@ -20,10 +20,16 @@ from textual.widgets.data_table import ColumnKey
 from annotator.annotating import queue as work
 from annotator.annotating.adjudication import to_adjudicate
 from annotator.annotating.assignments import summary_line
-from annotator.text import inert
+from annotator.text import one_line
 from annotator.tui.widgets.text import line
 
 STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
+
+
+def _option(value: str) -> Text:
+    """A filter's option: a value from imported data, shown as the text it is (never parsed as
+    markup), on one line."""
+    return Text(one_line(value, 200), no_wrap=True, overflow="ellipsis")
 
 
 class QueueScreen(Screen[None]):
@@ -60,9 +66,8 @@ class QueueScreen(Screen[None]):
         yield Static(id="queue-header")
         with Horizontal(id="queue-filters"):
             yield Input(placeholder="/ search titles, ids, steps", id="search")
-            # The values come from imported data: shown as text, never parsed as markup.
-            yield Select([(Text(inert(v)), v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
-            yield Select([(Text(inert(v)), v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
+            yield Select([(_option(v), v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
+            yield Select([(_option(v), v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
             yield Select(
                 [("not started", "not_started"), ("in progress", "in_progress"), ("done", "done")],
                 prompt="status",
