@@ -24,7 +24,7 @@ from rich.text import Text
 from annotator import __version__
 from annotator.errors import AnnotatorError, database_trouble
 from annotator.report.output import REPORT_FORMATS
-from annotator.text import inert_console, json_text
+from annotator.text import inert, inert_console, json_text
 
 out = inert_console(soft_wrap=False)
 err = inert_console(stderr=True, soft_wrap=True)
@@ -78,11 +78,13 @@ def _taxonomy(path: str | None):
 _FILTER_FLAGS = ("system", "model", "benchmark", "outcome", "source_format", "since", "until", "tag")
 
 
-def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> Callable[..., Any]:
-    """The trajectory filter of list, prelabel, report, agreement and export: the same flags and
-    help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where ``--model``
-    is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also takes its
-    older ``--format`` for ``--source-format``."""
+def _filter_options(model_flag: str = "--model", format_alias: bool = False, with_tag: bool = True
+                    ) -> Callable[..., Any]:
+    """The trajectory filter of list, prelabel, report, agreement, export and sample: the same flags
+    and help everywhere, handed to the command as one ``flt`` (a TrajectoryFilter). Where
+    ``--model`` is the judge (prelabel), the trajectories' model is ``model_flag``; ``list`` also
+    takes its older ``--format`` for ``--source-format``; ``sample``, whose ``--tag`` names the
+    sample, goes ``with_tag=False``."""
     options = [
         click.option("--system", help="Only trajectories of this system (MAS)."),
         click.option(model_flag, "model", help="Only trajectories driven by this model."),
@@ -92,16 +94,18 @@ def _filter_options(model_flag: str = "--model", format_alias: bool = False) -> 
                      help="Only trajectories imported with this format (see `mast formats`)."),
         click.option("--since", type=click.DateTime(), help="Only trajectories imported at or after this date (UTC)."),
         click.option("--until", type=click.DateTime(), help="Only trajectories imported before this date (UTC)."),
-        click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an audit"
-                                   " sample's name, see `mast sample`)."),
     ]
+    if with_tag:
+        options.append(click.option("--tag", help="Only trajectories with this tag (a metadata 'tags' value or an"
+                                                  " audit sample's name, see `mast sample`)."))
+    names = _FILTER_FLAGS if with_tag else tuple(n for n in _FILTER_FLAGS if n != "tag")
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(fn)
         def with_filter(*args: Any, **kwargs: Any) -> Any:
             from annotator.views import TrajectoryFilter
 
-            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in _FILTER_FLAGS})
+            flt = TrajectoryFilter(**{name: kwargs.pop(name) for name in names})
             return fn(*args, flt=flt, **kwargs)
 
         for option in reversed(options):
@@ -203,7 +207,7 @@ def _import(db, paths, fmt, opts, quiet: bool):
         task = bar.add_task("", total=len(files))
 
         def step(result):
-            bar.update(task, advance=1, description=escape(Path(result.path).name))
+            bar.update(task, advance=1, description=escape(inert(Path(result.path).name)))
 
         summary = import_planned(db, files, fmt, opts, progress=step)
     for f in summary.files:
@@ -435,6 +439,30 @@ def _progress_columns():
     )
 
 
+#: prelabel's flags that change how a run goes, not what it labels or how it asks: the ones a
+#: resume may take (``--fixed-concurrency`` is the option ``adaptive`` turned off).
+_RESUME_FLAGS = {"concurrency": "concurrency", "rpm": "rpm", "tpm": "tpm", "fixed_concurrency": "adaptive",
+                 "timeout": "timeout", "max_attempts": "max_attempts", "max_cost": "max_cost",
+                 "poll_seconds": "poll_seconds"}
+#: Flags that say how this session behaves and belong to no run.
+_SESSION_FLAGS = {"resume", "resume_batch", "quiet", "allow_failures"}
+
+
+def _resume_changes(ctx: click.Context, run_id: int) -> dict[str, Any]:
+    """The run options this ``--resume`` changes; any other flag given with it is refused, rather
+    than silently ignored (the run continues as it was started)."""
+    given = {p.name: p for p in ctx.command.params
+             if p.name and ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE}
+    refused = [p.opts[0] for name, p in given.items() if name not in _RESUME_FLAGS and name not in _SESSION_FLAGS]
+    if refused:
+        allowed = ", ".join(p.opts[0] for p in ctx.command.params if p.name in _RESUME_FLAGS)
+        _fail(f"--resume {run_id} continues the run with the settings it was started with: {', '.join(refused)}"
+              f" cannot change (start a new run for that); a resume may change only {allowed}", code=2)
+    params = ctx.params
+    return {_RESUME_FLAGS[name]: (not params[name] if name == "fixed_concurrency" else params[name])
+            for name in given if name in _RESUME_FLAGS}
+
+
 @main.command("prelabel")
 @click.argument("ids", nargs=-1)
 @_filter_options(model_flag="--source-model")
@@ -487,7 +515,8 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
 
     Labels are stored under the run's own annotator (run:<id>), never over a person's.
     Every response is cached: an interrupted run (Ctrl-C, SIGTERM, a crash) resumes with
-    --resume and sends no request twice; --max-cost holds for the run across resumes.
+    --resume and sends no request twice; --max-cost holds for the run across resumes. A resume
+    may change only the pacing flags and --max-cost (a larger budget for the run's total).
     Requests are paced to the rate limits the server reports (or --rpm/--tpm). Exits 1
     if any trajectory failed (unless --allow-failures) and whenever all of them did.
 
@@ -512,7 +541,8 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
     tokens = TokenCounter(settings.tiktoken_cache_dir)
     if resume is not None:
         key_env = prelabel.run_options(db, resume).api_key_env
-        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env))
+        run, opts = prelabel.resume_run(db, resume, api_key=settings.api_key(key_env),
+                                        changes=_resume_changes(ctx, resume))
     else:
         judge = None
         if labeller == "llm":
@@ -551,7 +581,7 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
                              f" {p.tokens_in + p.tokens_out:,} tok · {cost(p.cost_usd)}")
 
         def on_batch(batch_id, status):
-            bar.update(task, stats=f"batch {escape(batch_id)}: {escape(status)}")
+            bar.update(task, stats=f"batch {escape(inert(batch_id))}: {escape(inert(status))}")
 
         final, signalled = _until_signal(prelabel.execute(
             db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens, on_progress=on_progress,
@@ -796,6 +826,8 @@ def report_cmd(ctx, source, by, fmt, output, seed, replicates, rows, audit, audi
     """
     from annotator.report.document import build_report
 
+    if audit_sample and not audit:
+        raise click.UsageError("--audit-sample names the sample of an --audit: give --audit SOURCE with it")
     db, taxonomy = _open(ctx), _taxonomy(taxonomy_path)
     source = source or _source_or_exit(db, taxonomy, "report")
     doc = build_report(
@@ -897,15 +929,11 @@ def export_cmd(ctx, sources, fmt, output, flt, taxonomy_path):
                    " Default: simple random.")
 @click.option("--mode", metavar="FM-x.y", help="--stratify verdict: the mode (default: the rarest one the source flags).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw.")
-@click.option("--system", help="Only trajectories of this system (MAS).")
-@click.option("--model", help="Only trajectories driven by this model.")
-@click.option("--benchmark", help="Only trajectories from this benchmark.")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]), help="Only this outcome.")
-@click.option("--taxonomy", "taxonomy_path", type=click.Path(exists=True, dir_okay=False),
-              help="A custom codebook file (default: the built-in MAST taxonomy).")
+@_filter_options(with_tag=False)
+@_TAXONOMY_OPTION
 @click.pass_context
 @handled
-def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benchmark, outcome, taxonomy_path):
+def sample_cmd(ctx, source, size, tag, stratify, mode, seed, flt, taxonomy_path):
     """Draw an audit sample of the trajectories a label source finished, for people to label blind.
 
     The sample and each trajectory's inclusion probability are stored under TAG; `mast annotate
@@ -920,9 +948,6 @@ def sample_cmd(ctx, source, size, tag, stratify, mode, seed, system, model, benc
     """
     from annotator.report.sampling import draw
 
-    from annotator.views import TrajectoryFilter
-
-    flt = TrajectoryFilter(system=system, model=model, benchmark=benchmark, outcome=outcome)
     sample, _ = draw(_open(ctx), source, size, tag, _taxonomy(taxonomy_path), flt, stratify=stratify, mode=mode,
                      seed=seed)
     design = f"stratified by {sample.stratify}, equal allocation" if sample.stratify else "simple random"

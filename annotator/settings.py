@@ -16,6 +16,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from annotator.errors import AnnotatorError
+
 #: The judge's key variable when neither ``--api-key-env`` nor ``MAST_API_KEY_ENV`` names one.
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
@@ -58,7 +60,12 @@ class Settings(BaseSettings):
 
     def annotator_name(self) -> str:
         """The annotator, else the OS user name (asked only when needed: it can fail in a container)."""
-        return self.annotator or getpass.getuser()
+        if self.annotator:
+            return self.annotator
+        try:
+            return getpass.getuser()
+        except (KeyError, OSError) as exc:  # a uid with no passwd entry and no LOGNAME/USER
+            raise AnnotatorError("who is annotating? pass --annotator NAME or set MAST_ANNOTATOR") from exc
 
     def api_key(self, variable: str) -> str | None:
         """The API key held in the environment variable ``variable``, if it is set."""

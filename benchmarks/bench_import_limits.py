@@ -7,7 +7,8 @@ inflating), a 200 MB single-line chat JSON, a JSON of one million tiny steps and
 Lines file of 20,000 trajectories. A refused input must fail with one line and no traceback;
 the others must import.
 
-Target: peak RSS ≤ 600 MB for every input. A baseline, the interpreter with the project
+Target: peak RSS ≤ 600 MB for every input; the benchmark exits non-zero when one is over or
+ends otherwise than it must. A baseline, the interpreter with the project
 imported and nothing read, is measured in the same run for comparison.
 """
 
@@ -102,7 +103,7 @@ def main() -> int:
             over.append(label)
     if over:
         print("not within budget or wrong outcome: " + ", ".join(over))
-    return 0
+    return 1 if over else 0
 
 
 if __name__ == "__main__":

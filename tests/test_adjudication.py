@@ -57,6 +57,8 @@ def test_assign_annotate_progress_adjudicate_report(db_path):
     assert decided["FM-2.6"].verdict == "absent" and decided["FM-1.1"].extra["chose"] == "agreed"
     adj.undo()
     assert set(adj.decisions()) == {"FM-1.3"}, "undo retracts the last decision and the agreed modes"
+    adj.decide("FM-1.3", "a", "on second thought, step 2")  # decided again while FM-2.6 is still open
+    assert set(adj.decisions()) == {"FM-1.3"}, "the agreed modes wait for the last open decision"
     adj.decide("FM-2.6", "own", "the action follows the reasoning", verdict="absent")
     db.close()
 

@@ -190,12 +190,41 @@ def test_a_stratified_audit_is_weighted_by_inverse_inclusion_probability(judged)
         assert rows[mode]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
 
 
+def test_an_audit_of_some_modes_pairs_each_mode_with_its_own_judge_column(judged):
+    """People who audited only FM-2.3: PPI corrects FM-2.3 with the judge's FM-2.3 verdicts (not the
+    judge's first column, FM-1.1), and the section covers FM-2.3 alone."""
+    path, db = judged
+    invoke(path, "sample", "-s", "run:1", "-n", "60", "--tag", "audit-1", "--seed", "3")
+    ids = [i.trajectory_id for i in sample_items(db, "audit-1")]
+    for tid in ids:
+        verdict = "present" if "FM-2.3" in _truth(int(tid[1:])) else "absent"
+        add_labels(db, [Label(trajectory_id=tid, mode_id="FM-2.3", annotator="alice", provenance="human",
+                              verdict=verdict)])
+    data = orjson.loads(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", "json",
+                               "--bootstrap", "0").stdout)
+    rows = {r["mode"]: r for s in data["sections"] for t in s["tables"] if t["name"] == "prevalence_ppi"
+            for r in t["records"]}
+    point, lo, hi, human = _reference(db, ids)["FM-2.3"]
+    assert set(rows) == {"FM-2.3"}
+    assert rows["FM-2.3"]["ppi"] == pytest.approx(point, abs=1e-6)
+    assert rows["FM-2.3"]["human"] == pytest.approx(human, abs=1e-6)
+    assert rows["FM-2.3"]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
+
+
 def test_audit_errors_are_one_line(judged):
     path, db = judged
     r = invoke(path, "report", "-s", "run:1", "--audit", "nobody", "--bootstrap", "0")
     assert r.exit_code == 1 and "no labels by 'nobody'" in r.output and "Traceback" not in r.output
     r = invoke(path, "report", "-s", "run:1", "--audit", "run:1", "--bootstrap", "0")
     assert r.exit_code == 1 and "not the source itself" in r.output
+    r = invoke(path, "sample", "-s", "run:1", "-n", "10", "--tag", "x", "--stratify", "verdict", "--mode", "FM-9.9")
+    assert r.exit_code == 1 and "--mode FM-9.9: no such mode" in r.output and isinstance(r.exception, SystemExit)
+    r = invoke(path, "report", "-s", "run:1", "--audit-sample", "audit-1", "--bootstrap", "0")
+    assert r.exit_code == 2 and "give --audit SOURCE with it" in r.output
+    assert invoke(path, "sample", "-s", "run:1", "-n", "5", "--tag", "twice", "--outcome", "failure").exit_code == 0
+    r = invoke(path, "sample", "-s", "run:1", "-n", "5", "--tag", "twice")
+    assert r.exit_code == 1 and "exists already" in r.output
+    assert {i.trajectory_id for i in sample_items(db, "twice")} <= {f"t{i:03d}" for i in range(N) if i % 3}
 
 
 def test_reviews_record_whether_the_person_worked_blind(judged):
@@ -210,6 +239,16 @@ def test_reviews_record_whether_the_person_worked_blind(judged):
     assert flags == {"t001": 1, "t002": 0, "t004": 0}
     events = db.execute("SELECT blind FROM review_events WHERE trajectory_id = 't004' ORDER BY id").fetchall()
     assert [e[0] for e in events] == [1, 0]
+    # A review from before blind was recorded (NULL): a sighted write makes it sighted, a blind one
+    # leaves it unknown, since its earlier writes may have seen the suggestions.
+    db.execute("INSERT INTO review_state (trajectory_id, annotator, status, seconds_spent, updated_at, blind)"
+               " VALUES ('t005', 'alice', 'in_progress', 0, '2026-01-01T00:00:00', NULL),"
+               " ('t007', 'alice', 'in_progress', 0, '2026-01-01T00:00:00', NULL)")
+    db.conn.commit()
+    AnnotationSession(db, "t005", "alice", TAX).mark_done()
+    AnnotationSession(db, "t007", "alice", TAX, blind=True).mark_done()
+    flags = dict(db.execute("SELECT trajectory_id, blind FROM review_state WHERE annotator = 'alice'").fetchall())
+    assert flags["t005"] == 0 and flags["t007"] is None
 
 
 def test_agreement_with_a_run_reports_automation_bias(judged):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -133,6 +134,10 @@ def test_an_import_killed_midway_shows_nothing_and_is_cleaned_up(db_path, seeded
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    # In a container the next process may get the dead one's pid (pid 1): a live pid on the same
+    # host must not keep the abandoned import's rows forever.
+    watcher.execute("UPDATE imports SET pid = ?, host = ?", [os.getpid(), socket.gethostname()])
+    watcher.commit()
     assert len(list_trajectories(seeded)) == 13, "a killed import shows nothing"
     assert search_steps(seeded, "c1 step 3") == []
     small = corpus(tmp_path / "small.jsonl", 2, tag="s")
@@ -144,6 +149,7 @@ def test_an_import_killed_midway_shows_nothing_and_is_cleaned_up(db_path, seeded
     assert watcher.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     watcher.close()
     assert len(list_trajectories(seeded)) == 15
+    assert not list(db_path.parent.glob(f"{db_path.name}-import-*")), "no lease file is left behind"
 
 
 def test_a_changed_trajectory_is_swapped_at_publication(db_path, seeded, tmp_path):

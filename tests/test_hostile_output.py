@@ -154,3 +154,36 @@ def test_inert_console_keeps_its_own_styles():
     data = printed.split("styled", 1)[1]
     assert "PWNTITLE" in data and "\x1b]0" not in data and "\x1b[2J" not in data
     assert "[bold red]BOLD[/]" in data
+
+
+def test_the_import_progress_bar_shows_a_hostile_file_name_inert(tmp_path):
+    """The progress bar is drawn only on a terminal, after the console's own hooks: run `mast import`
+    on a pseudo-terminal and read what reaches it."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(3):
+        name = f"{i}\x1b]0;PWNTITLE\x07.jsonl"
+        (folder / name).write_bytes(orjson.dumps({"id": f"t{i}", "messages": [
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "done"}]}) + b"\n")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(tmp_path / "p.db"), "import",
+                             str(folder)], stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, seen[-2000:]
+    assert b"\x1b]0;PWNTITLE" not in seen and b"\x07" not in seen, seen[-2000:]
+    assert b"\\x1b]0;PWNTITLE\\x07" in seen

@@ -92,3 +92,16 @@ def test_tokens_are_counted_exactly_only_with_a_cached_vocabulary(tmp_path):
     (cached / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4").write_bytes(b"vocabulary")
     assert [TokenCounter(d).exact for d in (None, tmp_path / "missing", empty, cached)] == [False, False, False, True]
     assert TokenCounter(None)("x" * 35, "gpt-4o") == 10  # the character estimate, 3.5 characters a token
+
+
+def test_no_annotator_and_no_user_name_is_one_clear_error(tmp_path, clean_environment):
+    """In a container the uid may have no passwd entry and no USER: getpass cannot name anyone."""
+    import getpass
+
+    def nobody():
+        raise OSError("No username set in the environment")
+
+    clean_environment.setattr(getpass, "getuser", nobody)
+    r = CliRunner().invoke(main, ["--db", str(tmp_path / "u.db"), "list", "--status", "done"])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "pass --annotator NAME or set MAST_ANNOTATOR" in r.output

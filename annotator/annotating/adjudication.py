@@ -81,7 +81,7 @@ class Adjudication:
                     "quote": source.quote, "note": source.note}
         label = self._label(mode_id, choice, reason, **base)
         new = [label]
-        if len(self.pending()) == 1:  # this decision is the last: write what the two agreed on
+        if [d.mode_id for d in self.pending()] == [mode_id]:  # the last open one: write what the two agreed on
             disputed = set(by_mode)
             agreed = {lab.mode_id: lab for lab in label_store.current_labels(self.db, self.trajectory_id, self.left)}
             new += [
@@ -94,6 +94,7 @@ class Adjudication:
         return label
 
     def undo(self) -> None:
+        """Retract the last decision of this session, with the agreed modes it wrote."""
         if not self._undo:
             raise AnnotatorError("nothing to undo")
         with write(self.db):

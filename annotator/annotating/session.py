@@ -224,10 +224,12 @@ class AnnotationSession:
         return added
 
     def set_note(self, mode_id: str, note: str) -> None:
+        """The annotator's note on a tagged mode (blank clears it), as a new label version."""
         current = self._tagged(mode_id)
         self._commit(f"note on {mode_id}", [current.model_copy(update=self._fresh(note=note.strip() or None))])
 
     def set_quote(self, mode_id: str, quote: str) -> None:
+        """The quote that shows a tagged mode (blank clears it), as a new label version."""
         current = self._tagged(mode_id)
         self._commit(f"quote on {mode_id}", [current.model_copy(update=self._fresh(quote=quote.strip() or None))])
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from annotator.models import Trajectory
+from annotator.models import Step, Trajectory
 
 #: The kinds of warning, with what each means (``mast import`` prints the kind with the message).
 WARNING_KINDS = {
@@ -97,15 +97,35 @@ class Ledger:
         }
 
 
+class Checks:
+    """The warnings every format shares, counted as the finished (linked) steps go by, so that a
+    trajectory streamed into the store is checked without being held; :func:`check` for one held whole."""
+
+    def __init__(self) -> None:
+        self.unnamed = self.no_args = self.unlinked = 0
+
+    def see(self, step: Step) -> None:
+        if step.kind == "tool_call":
+            self.unnamed += not _text(step.tool_name)
+            self.no_args += not _text(step.tool_args)
+        elif step.kind == "tool_result" and step.link is None:
+            self.unlinked += 1
+
+    def report(self, task: str | None, ledger: Ledger) -> None:
+        """Put the counts, and whether the task is empty, into ``ledger``."""
+        ledger.warn("tool_call_unnamed", "tool call without a tool name", self.unnamed)
+        ledger.warn("tool_call_no_args", "tool call without arguments", self.no_args)
+        ledger.warn("result_unlinked", "tool result linked to no tool call", self.unlinked)
+        if not _text(task):
+            ledger.warn("empty_task", "trajectory without a task")
+
+
 def check(traj: Trajectory, ledger: Ledger) -> None:
     """The warnings every format shares, from the finished (linked) trajectory, into ``ledger``."""
-    calls = [s for s in traj.steps if s.kind == "tool_call"]
-    ledger.warn("tool_call_unnamed", "tool call without a tool name", sum(not _text(s.tool_name) for s in calls))
-    ledger.warn("tool_call_no_args", "tool call without arguments", sum(not _text(s.tool_args) for s in calls))
-    ledger.warn("result_unlinked", "tool result linked to no tool call",
-                sum(s.kind == "tool_result" and s.link is None for s in traj.steps))
-    if not _text(traj.task):
-        ledger.warn("empty_task", "trajectory without a task")
+    checks = Checks()
+    for s in traj.steps:
+        checks.see(s)
+    checks.report(traj.task, ledger)
 
 
 def _text(value: str | None) -> bool:

@@ -9,6 +9,7 @@ bounded look at the file) and reads the file as a stream of :class:`ImportedReco
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class Importer:
     description: ClassVar[str]
     #: A catch-all reader (plain text, bare chat lists) that yields to any specific match.
     fallback: ClassVar[bool] = False
+    #: Everything it reads of a file is in the file's bytes (no sibling files, no folder): an
+    #: unchanged re-import of the same bytes is then answered without reading them (``store.sources``).
+    self_contained: ClassVar[bool] = False
 
     def sniff(self, head: Head) -> bool:
         """Whether this importer recognises the file from its head alone."""
@@ -107,21 +111,36 @@ def stable_id(*parts: object) -> str:
     return digest[:16]
 
 
-#: Step fields that make up its content (``raw`` is the source's and left out).
-_STEP_FIELDS = tuple(f for f in Step.model_fields if f != "raw")
+#: The step fields that make up its content (``raw`` is the source's and left out), read at once.
+_STEP_FIELDS = operator.attrgetter(*(f for f in Step.model_fields if f != "raw"))
+
+
+class ContentHash:
+    """Hash of everything a re-import could change, fed a step at a time: the steps in order,
+    then (:meth:`hexdigest`) the trajectory's metadata and outcome. Steps come first so that a
+    trajectory streamed from a file too big to hold is hashed as its steps go by, before the
+    metadata that may follow them in the file is known."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+
+    def add(self, step: Step) -> None:
+        # The field values straight from the model: model_dump per step costs more than the hash.
+        self._h.update(orjson.dumps(_STEP_FIELDS(step), option=orjson.OPT_SORT_KEYS, default=str))
+
+    def hexdigest(self, traj: Trajectory) -> str:
+        head = traj.model_dump(mode="json", exclude={"steps", "raw", "imported_at", "content_hash", "source_path"})
+        h = self._h.copy()
+        h.update(orjson.dumps(head, option=orjson.OPT_SORT_KEYS, default=str))
+        return h.hexdigest()
 
 
 def content_hash(traj: Trajectory) -> str:
     """Hash of everything a re-import could change: metadata, outcome and every step's content."""
-    h = hashlib.sha256()
-    head = traj.model_dump(
-        mode="json", exclude={"steps", "raw", "imported_at", "content_hash", "source_path"}
-    )
-    h.update(orjson.dumps(head, option=orjson.OPT_SORT_KEYS, default=str))
+    h = ContentHash()
     for s in traj.steps:
-        # The field values straight from the model: model_dump per step costs more than the hash.
-        h.update(orjson.dumps([getattr(s, f) for f in _STEP_FIELDS], option=orjson.OPT_SORT_KEYS, default=str))
-    return h.hexdigest()
+        h.add(s)
+    return h.hexdigest(traj)
 
 
 def source_labels_hash(rec: ImportedRecord) -> str:
@@ -144,34 +163,69 @@ def source_labels_hash(rec: ImportedRecord) -> str:
 
 def finish(traj: Trajectory, opts: ImportOptions) -> Trajectory:
     """Apply the user's overrides, link tool calls with their results and compute the hash."""
-    updates: dict = {}
-    for key in ("system", "model", "benchmark"):
-        value = getattr(opts, key)
-        if value is not None:
-            updates[key] = value
-    traj = traj.model_copy(update=updates)
+    traj = overridden(traj, opts)
     link_tool_steps(traj.steps)
     traj.content_hash = content_hash(traj)
     return traj
 
 
+def overridden(traj: Trajectory, opts: ImportOptions) -> Trajectory:
+    """``traj`` with the system, model and benchmark the user named on the command line."""
+    updates = {key: getattr(opts, key) for key in ("system", "model", "benchmark") if getattr(opts, key) is not None}
+    return traj.model_copy(update=updates) if updates else traj
+
+
+class ToolLinks:
+    """Links each tool call with its result by ``call_id`` as the steps go by, in replay order:
+    a result points at the first earlier call of its id and takes the call's tool name if it
+    names none; the call points back at its first result. A call may be gone by then (written
+    to the store a chunk earlier): its back link waits in :attr:`late` as (call, result) indexes."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, list] = {}  # call_id: [index, tool_name, linked]
+        self.late: list[tuple[int, int]] = []
+
+    def see(self, s: Step) -> None:
+        if s.call_id is None:
+            return
+        if s.kind == "tool_call":
+            self._calls.setdefault(s.call_id, [s.index, s.tool_name, s.link is not None])
+        elif s.kind in ("tool_result", "observation") and s.call_id in self._calls:
+            call = self._calls[s.call_id]
+            if s.link is None:
+                s.link = call[0]
+            if not call[2]:
+                call[2] = True
+                self.late.append((call[0], s.index))
+            if s.tool_name is None:
+                s.tool_name = call[1]
+
+
 def link_tool_steps(steps: list[Step]) -> None:
     """Point each tool call at its result and back, by ``call_id``, where not already linked;
     a result that does not name its tool takes the name from its call."""
-    calls: dict[str, Step] = {}
+    links = ToolLinks()
     for s in steps:
-        if s.call_id is None:
-            continue
-        if s.kind == "tool_call":
-            calls.setdefault(s.call_id, s)
-        elif s.kind in ("tool_result", "observation") and s.call_id in calls:
-            call = calls[s.call_id]
-            if s.link is None:
-                s.link = call.index
-            if call.link is None:
-                call.link = s.index
-            if s.tool_name is None:
-                s.tool_name = call.tool_name
+        links.see(s)
+    by_index = {s.index: s for s in steps} if links.late else {}
+    for call, result in links.late:
+        by_index[call].link = result
+
+
+@dataclass
+class StreamedRecord:
+    """One trajectory too big to hold whole (a 200 MB single chat, a million steps): its steps
+    are written to the store as they are parsed, and the rest of it is known after them.
+
+    ``steps`` yields the steps in replay order, numbered, not yet linked (the store links and
+    hashes them as they pass); once it is exhausted, ``rest()`` gives the record: trajectory
+    without steps or raw bytes (the user's overrides applied), labels, ledger. The raw copy is
+    the bytes of ``raw_file``, compressed as they are read.
+    """
+
+    steps: Iterator[Step]
+    rest: Callable[[], ImportedRecord]
+    raw_file: Path
 
 
 def as_text(value: object) -> str:

@@ -11,6 +11,7 @@ fraction of a second, not for the file.
 from __future__ import annotations
 
 import glob
+import hashlib
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -19,14 +20,24 @@ from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING
 
+import orjson
+
 from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
 from annotator.importers.accounting import Ledger, check
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, record_values, source_labels_hash
+from annotator.importers.base import (
+    ImportedRecord,
+    Importer,
+    ImportOptions,
+    StreamedRecord,
+    record_values,
+    source_labels_hash,
+)
 from annotator.importers.detect import Head, read_head, unsupported
 from annotator.importers.registry import detect, dir_importer, registry
+from annotator.importers.streaming import stage_streamed
 from annotator.models import Attribution
-from annotator.store import staging
-from annotator.store.db import Batches
+from annotator.store import sources, staging
+from annotator.store.db import HOLD_S, Batches
 from annotator.store.label_merge import new_or_changed
 from annotator.store.trajectories import save_stubs
 
@@ -197,8 +208,12 @@ def import_file(
         result.skipped = importer.skip_reason(path, walked)
         if result.skipped:
             return result
+        source = _Source.of(path, importer, opts)
+        if source is not None and (ids := source.unchanged(db)) is not None:
+            result.unchanged, result.trajectory_ids = len(ids), ids
+            return result
         try:
-            _read_into(db, path, importer, opts, result)
+            _read_into(db, path, importer, opts, result, source)
         except ImportFailure as exc:
             if not misfit or isinstance(exc, UnknownFormat):
                 raise
@@ -222,11 +237,42 @@ def import_file(
     return result
 
 
-def _read_into(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult) -> None:
+@dataclass
+class _Source:
+    """A file read whole by a self-contained importer, by content: what ``store.sources`` keys
+    its record by, so that an unchanged re-import is answered without parsing it."""
+
+    path: str
+    importer: str
+    options: str
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path, importer: Importer, opts: ImportOptions) -> _Source | None:
+        if not importer.self_contained or opts.ground_truth is not None or not path.is_file():
+            return None
+        shaping = {k: getattr(opts, k) for k in ("system", "model", "benchmark", "skip_bad_lines", "strict")}
+        with path.open("rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        return cls(str(path.resolve()), importer.name, orjson.dumps(shaping).decode(), digest)
+
+    def unchanged(self, db: Database) -> list[str] | None:
+        return sources.unchanged_ids(db, self.path, self.importer, self.options, self.sha256)
+
+    def recorder(self, db: Database, result: FileResult, hashes: dict[str, str]) -> Callable[[], None] | None:
+        """What publishing writes to remember the file; None when a re-import must read it again
+        (it held label-export stubs, whose labels merge each time, or lines it skipped)."""
+        if len(hashes) != len(set(result.trajectory_ids)) or result.skipped_lines:
+            return None
+        return lambda: sources.record_source(db, self.path, self.importer, self.options, self.sha256, hashes)
+
+
+def _read_into(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult,
+               source: _Source | None = None) -> None:
     """Stream the file's records in unseen, then publish them at once; on an error, discard them."""
     token = staging.start(db, str(path))
     try:
-        _stage_file(db, path, importer, opts, result, token)
+        _stage_file(db, path, importer, opts, result, token, source)
     except BaseException:
         _discard(db, token)
         raise
@@ -247,55 +293,110 @@ def _strict_failure(path: Path, rec: ImportedRecord) -> ImportFailure:
     return ImportFailure(str(path), f"--strict: {kind}: {message}{more}", where=rec.trajectory.source_ref)
 
 
-#: Seconds of parsing between two records beyond which the transaction is committed before
-#: the next record is read, so that parsing never holds the write lock.
-PARSE_S = 0.02
+#: Parsed records are written together once this many seconds of parsing, or this many steps,
+#: have gathered: one short transaction for many small records (a commit per record cost more
+#: than the writing: each flushes the full-text index's pending terms as a new segment), and
+#: parsing never holds the write lock.
+GATHER_S = HOLD_S
+GATHER_STEPS = 20_000
 
 
 def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOptions, result: FileResult,
-                token: str) -> None:
+                token: str, source: _Source | None) -> None:
     """Write the file's records unseen in short transactions, then publish them at once."""
-    replaced: dict[str, str] = {}  # shadow id: the id of the changed trajectory it replaces
-    attributions: list[Attribution] = []
+    staged = _Staged(db, token, result)
     with Batches(db) as batches, record_values(path):
-        stubs: list[ImportedRecord] = []
-        held = 0  # labels in ``stubs``
-        clock = monotonic()
+        batches.commit()  # no lock until there is something to write
+        gathered: list[ImportedRecord] = []
+        n_steps, since = 0, monotonic()
         for rec in importer.read(path, opts):
-            parsed_s = monotonic() - clock
+            if isinstance(rec, StreamedRecord):
+                staged.write(gathered, batches)
+                batches.begin()
+                rec, status, shadow = stage_streamed(db, rec, token, importer.name, batches)
+                if opts.strict and rec.ledger.warnings:  # its checks ran as its steps were written
+                    raise _strict_failure(path, rec)
+                staged.count(rec, status, shadow)
+                batches.commit()
+                n_steps, since = 0, monotonic()
+                continue
             if not rec.stub:
                 check(rec.trajectory, rec.ledger)
             if opts.strict and rec.ledger.warnings:
                 raise _strict_failure(path, rec)
-            batches.begin()
-            if rec.stub:
-                stubs.append(rec)
-                held += len(rec.labels)
-                if held >= STUB_BATCH_LABELS:
-                    _merge_stubs(db, stubs, result, token)
-                    held = 0
-            else:
-                _merge_stubs(db, stubs, result, token)
-                held = 0
-                rec.trajectory.content_hash = source_labels_hash(rec)
-                status, shadow = staging.stage_trajectory(db, rec.trajectory, token, batches)
-                if shadow is not None:
-                    replaced[shadow] = rec.trajectory.id
-                result.trajectory_ids.append(rec.trajectory.id)
-                setattr(result, status, getattr(result, status) + 1)
-                if status != "unchanged":
-                    result.ledger.merge(rec.ledger)
-                    result.labels += staging.stage_labels(db, token, rec.labels)
-                    attributions.extend(rec.attributions)
-            if parsed_s > PARSE_S:
-                batches.commit()  # the next record may take as long to parse: not with the lock held
-            else:
-                batches.point()
-            clock = monotonic()
+            gathered.append(rec)
+            n_steps += len(rec.trajectory.steps)
+            if n_steps >= GATHER_STEPS or monotonic() - since >= GATHER_S:
+                staged.write(gathered, batches)
+                n_steps, since = 0, monotonic()
+        staged.write(gathered, batches)
         batches.begin()
-        _merge_stubs(db, stubs, result, token)
+        staged.merge_stubs()
         result.skipped_lines = list(opts.extra.get("skipped_lines", []))
-    staging.publish(db, token, list(replaced.items()), attributions)
+    record = source.recorder(db, result, staged.hashes) if source is not None else None
+    staging.publish(db, token, list(staged.replaced.items()), staged.attributions, record)
+
+
+class _Staged:
+    """What one file's import has staged so far, and the writing of its gathered records."""
+
+    def __init__(self, db: Database, token: str, result: FileResult) -> None:
+        self.db, self.token, self.result = db, token, result
+        self.replaced: dict[str, str] = {}  # shadow id: the id of the changed trajectory it replaces
+        self.attributions: list[Attribution] = []
+        self.stubs: list[ImportedRecord] = []
+        self.held = 0  # labels in ``stubs``
+        self.hashes: dict[str, str] = {}  # id: content hash of each trajectory staged whole
+
+    def write(self, gathered: list[ImportedRecord], batches: Batches) -> None:
+        """Stage ``gathered`` (emptied) in order, in one transaction unless it takes longer than
+        ``HOLD_S``; committed before the next records are parsed."""
+        if not gathered:
+            return
+        batches.begin()
+        for rec in gathered:
+            if rec.stub:
+                self.stubs.append(rec)
+                self.held += len(rec.labels)
+                if self.held >= STUB_BATCH_LABELS:
+                    self.merge_stubs()
+            else:
+                self.merge_stubs()
+                rec.trajectory.content_hash = source_labels_hash(rec)
+                status, shadow = staging.stage_trajectory(self.db, rec.trajectory, self.token, batches)
+                self.count(rec, status, shadow)
+                batches.point()
+        gathered.clear()
+        batches.commit()
+
+    def count(self, rec: ImportedRecord, status: str, shadow: str | None) -> None:
+        """Note a staged trajectory in the file's result; stage its labels unless it was unchanged."""
+        if shadow is not None:
+            self.replaced[shadow] = rec.trajectory.id
+        self.hashes[rec.trajectory.id] = rec.trajectory.content_hash
+        self.result.trajectory_ids.append(rec.trajectory.id)
+        setattr(self.result, status, getattr(self.result, status) + 1)
+        if status != "unchanged":
+            self.result.ledger.merge(rec.ledger)
+            self.result.labels += staging.stage_labels(self.db, self.token, rec.labels)
+            self.attributions.extend(rec.attributions)
+
+    def merge_stubs(self) -> None:
+        """Stage the placeholder trajectories whose ids are new, and those of their labels not
+        already current. Many at once (a label export has tens of thousands); ``stubs`` is emptied."""
+        stubs, result = self.stubs, self.result
+        self.held = 0
+        if not stubs:
+            return
+        saved = save_stubs(self.db, [(r.trajectory, r.stub_steps) for r in stubs], pending=self.token)
+        for rec, status in zip(stubs, saved, strict=True):
+            result.trajectory_ids.append(rec.trajectory.id)
+            setattr(result, status, getattr(result, status) + 1)
+            if status != "unchanged":
+                result.ledger.merge(rec.ledger)
+        labels = new_or_changed(self.db, [lab for rec in stubs for lab in rec.labels])
+        result.labels += staging.stage_labels(self.db, self.token, labels)
+        stubs.clear()
 
 
 def _discard(db: Database, token: str) -> None:
@@ -305,21 +406,6 @@ def _discard(db: Database, token: str) -> None:
         staging.discard(db, token)
     except (AnnotatorError, sqlite3.Error):
         return
-
-
-def _merge_stubs(db: Database, stubs: list[ImportedRecord], result: FileResult, token: str) -> None:
-    """Stage the placeholder trajectories whose ids are new, and those of their labels not already
-    current. Many at once (a label export has tens of thousands); ``stubs`` is emptied."""
-    if not stubs:
-        return
-    saved = save_stubs(db, [(r.trajectory, r.stub_steps) for r in stubs], pending=token)
-    for rec, status in zip(stubs, saved, strict=True):
-        result.trajectory_ids.append(rec.trajectory.id)
-        setattr(result, status, getattr(result, status) + 1)
-        if status != "unchanged":
-            result.ledger.merge(rec.ledger)
-    result.labels += staging.stage_labels(db, token, new_or_changed(db, [lab for rec in stubs for lab in rec.labels]))
-    stubs.clear()
 
 
 def import_paths(

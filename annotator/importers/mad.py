@@ -141,6 +141,7 @@ def outcome_of(hidden: dict) -> str:
 
 class MadFull(Importer):
     name = "mad_full"
+    self_contained = True
     description = "MAD / MAST-Data records (mas_name, trace.trajectory; LLM labels from mast_annotation if present)"
 
     def sniff(self, head: Head) -> bool:
@@ -203,6 +204,7 @@ class MadFull(Importer):
 
 class MadHuman(Importer):
     name = "mad_human"
+    self_contained = True
     description = "MAD human-labelled records (round, trace, three annotators per failure mode)"
 
     def sniff(self, head: Head) -> bool:

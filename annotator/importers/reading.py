@@ -59,6 +59,66 @@ def iter_records(path: Path) -> Iterator[tuple[int, object]]:
         raise ImportFailure(str(path), f"malformed JSON after record {n}: {exc}", where=f"record {n + 1}") from exc
 
 
+def streamed(path: Path) -> bool:
+    """Whether a JSON file is too big to parse whole: its records are then streamed with ijson."""
+    return path.stat().st_size > WHOLE_JSON_BYTES
+
+
+def stream_members(path: Path, key: str, rest: dict) -> Iterator[object]:
+    """The items of the array ``key`` of a JSON object (or of a JSON array), parsed one at a
+    time with ijson, a file of any size in the memory of one item; the object's other members
+    are put into ``rest`` as they come (all there once the items are exhausted)."""
+    n = 0
+    try:
+        with path.open("rb") as fh:
+            events = ijson.parse(fh, use_float=True)
+            _, event, _ = next(events)
+            if event == "start_array":
+                for _, event, value in events:
+                    if event == "end_array":
+                        return
+                    n += 1
+                    yield _built(event, value, events)
+                return
+            if event != "start_map":
+                raise ImportFailure(str(path), f"expected a JSON object with '{key}'")
+            member = None
+            for _, event, value in events:
+                if event == "map_key":
+                    member = value
+                elif event == "end_map":
+                    return
+                elif member == key and event == "start_array":
+                    for _, event, value in events:
+                        if event == "end_array":
+                            break
+                        n += 1
+                        yield _built(event, value, events)
+                else:
+                    rest[member] = _built(event, value, events)
+    except ijson.common.JSONError as exc:
+        raise ImportFailure(str(path), f"malformed JSON after item {n}: {exc}", where=f"{key}[{n}]") from exc
+
+
+def _built(event: str, value: object, events: Iterator[tuple[str, str, object]]) -> object:
+    """The value that starts with ``event`` (a scalar, or a container built from the events
+    up to its end)."""
+    if event not in ("start_map", "start_array"):
+        return value
+    builder = ijson.ObjectBuilder()
+    builder.event(event, value)
+    depth = 1
+    for _, event, value in events:
+        builder.event(event, value)
+        if event in ("start_map", "start_array"):
+            depth += 1
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+            if not depth:
+                return builder.value
+    raise ijson.common.IncompleteJSONError("the file ends inside a value")
+
+
 def iter_jsonl(
     path: Path, opts: ImportOptions, skipped: list[int], data: bytes | None = None,
 ) -> Iterator[tuple[int, object]]:

@@ -127,6 +127,10 @@ class LLMLabeller:
         self._secret = prompt_secret(db)
         self.sent = 0
         self.cached = 0
+        #: Requests in flight by key, with how many askers share each: an identical request
+        #: (two trajectories with the same task and steps) waits for the first answer instead of
+        #: being paid for twice while only one response can be stored.
+        self._in_flight: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
     # -- planning --------------------------------------------------------------------------
 
@@ -234,6 +238,19 @@ class LLMLabeller:
         return check_answer(answer, self.taxonomy, window)
 
     async def _ask(
+        self, traj_id: str, model: str, messages: list[dict[str, str]], key: str, tokens_in: int
+    ) -> str:
+        lock, users = self._in_flight.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                return await self._ask_once(traj_id, model, messages, key, tokens_in)
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._in_flight[key]
+
+    async def _ask_once(
         self, traj_id: str, model: str, messages: list[dict[str, str]], key: str, tokens_in: int
     ) -> str:
         hit = cached_response(self.db, key)

@@ -96,7 +96,13 @@ class _Bucket:
         lim._rate_per_sec = lim.max_rate / lim.time_period
 
     async def take(self, amount: float) -> None:
-        await self.limiter.acquire(min(max(amount, 0.0), self.limiter.max_rate))
+        """Charge ``amount`` in full: a request larger than the bucket holds is charged in bucket-sized
+        parts, so it waits as long as its share of the per-minute budget takes to drip in."""
+        amount = max(amount, 0.0)
+        while amount > 0:
+            part = min(amount, self.limiter.max_rate)
+            await self.limiter.acquire(part)
+            amount -= part
 
 
 class PacingStats:

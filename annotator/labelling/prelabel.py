@@ -8,8 +8,8 @@ it came from), which is what ``--resume RUN_ID`` reads back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 from urllib.parse import urlparse, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -201,12 +201,27 @@ def run_options(db: Database, run_id: int) -> PrelabelOptions:
     return PrelabelOptions.model_validate(run.params["options"])
 
 
-def resume_run(db: Database, run_id: int, *, api_key: str | None) -> tuple[LabelRun, PrelabelOptions]:
-    """A stored run set running again, with the options it was started with."""
+#: What a resumed run may change: how it is paced and how much it may spend in all. What it labels
+#: and how it asks (models, prompt, filters, prices) stay as started, so its verdicts stay one run's.
+RESUMABLE = ("concurrency", "rpm", "tpm", "adaptive", "timeout", "max_attempts", "max_cost", "poll_seconds")
+
+
+def resume_run(db: Database, run_id: int, *, api_key: str | None,
+               changes: Mapping[str, Any] | None = None) -> tuple[LabelRun, PrelabelOptions]:
+    """A stored run set running again, with the options it was started with and ``changes`` (of
+    :data:`RESUMABLE` only) stored over them, so a budget raised on one resume holds for the next."""
+    changes = dict(changes or {})
+    if refused := sorted(set(changes) - set(RESUMABLE)):
+        raise LabellingError(f"a resumed run keeps its settings: cannot change {', '.join(refused)}")
     opts = run_options(db, run_id)
     if opts.labeller == "llm":
         _require_key(opts, api_key)
-    run = get_run(db, run_id).model_copy(update={"status": "running", "finished_at": None})
+    run = get_run(db, run_id)
+    if changes:
+        opts = PrelabelOptions.model_validate(opts.model_dump() | changes)
+    params = run.params | {"options": opts.model_dump(mode="json")}
+    params.pop("stopped", None)  # why the last session stopped is not why this one will
+    run = run.model_copy(update={"status": "running", "finished_at": None, "params": params})
     update_run(db, run)
     return run, opts
 

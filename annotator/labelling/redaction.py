@@ -26,9 +26,9 @@ def strip_credentials(url: str | None) -> str | None:
         return url
     if parts.username is None and parts.password is None:
         return url
-    host = parts.hostname or ""
-    netloc = f"{MASK}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    # The host and port as written: parsing the port would fail on a malformed one and leave the
+    # credentials in place.
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{parts.netloc.rpartition('@')[2]}"))
 
 
 class Redactor:

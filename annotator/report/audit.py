@@ -46,7 +46,7 @@ class Audit:
         pcols = [people.mode_ids.index(m) for m in self.modes]
         judge = frame.labels[source]
         self.judge_present, self.judge_known = judge.present[:, jcols], judge.known[:, jcols]
-        self.yhat_all = judge.present.astype(float)  # an unknown verdict predicts absent: PPI stays unbiased
+        self.yhat_all = self.judge_present.astype(float)  # an unknown verdict predicts absent: PPI stays unbiased
         self.judge_counts = self.yhat_all.sum(axis=1)
         where = {t: i for i, t in enumerate(people.ids.tolist())}
         in_sample = [i for i, t in enumerate(frame.ids.tolist()) if t in where and (sample is None or t in items)]

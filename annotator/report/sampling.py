@@ -72,7 +72,9 @@ def draw(
     if mode is not None and stratify != "verdict":
         raise ReportError("--mode chooses the mode of --stratify verdict; use it with that")
     if stratify == "verdict":
-        mode = taxonomy.mode(mode).id if mode else _rarest_flagged(labels.present, labels.known, frame.mode_ids)
+        if mode is not None and mode not in taxonomy.mode_ids:
+            raise ReportError(f"--mode {mode}: no such mode in the codebook ({', '.join(taxonomy.mode_ids)})")
+        mode = mode or _rarest_flagged(labels.present, labels.known, frame.mode_ids)
         if mode not in frame.mode_ids:
             raise ReportError(f"--mode {mode}: {source} gives no verdicts on it")
         column = frame.mode_ids.index(mode)

@@ -43,7 +43,7 @@ def set_review(
             " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trajectory_id, annotator) DO UPDATE SET"
             " status = excluded.status, seconds_spent = review_state.seconds_spent + excluded.seconds_spent,"
             " updated_at = excluded.updated_at, blind = CASE WHEN excluded.blind IS NULL THEN review_state.blind"
-            " ELSE min(review_state.blind, excluded.blind) END",
+            " WHEN excluded.blind = 0 THEN 0 ELSE min(review_state.blind, excluded.blind) END",
             [trajectory_id, annotator, status, max(add_seconds, 0.0), now, flag],
         )
         db.execute(

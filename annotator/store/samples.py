@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlite_utils import Database
 
-from annotator.errors import NotFound, StoreError
+from annotator.errors import NotFound, ReportError
 from annotator.store._json import dumps, loads
 from annotator.store.db import write
 
@@ -39,7 +39,7 @@ def save_sample(db: Database, sample: Sample, items: list[SampleItem]) -> None:
     """Store a new sample and its trajectories in one transaction; a tag names one sample only."""
     with write(db):
         if db.execute("SELECT 1 FROM samples WHERE tag = ?", [sample.tag]).fetchone():
-            raise StoreError(f"a sample tagged {sample.tag!r} exists already; choose another --tag")
+            raise ReportError(f"a sample tagged {sample.tag!r} exists already; choose another --tag")
         db.execute(
             "INSERT INTO samples (tag, source, stratify, seed, size, population, strata, filters, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -63,6 +63,7 @@ _COLUMNS = "tag, source, stratify, seed, size, population, strata, filters, crea
 
 
 def get_sample(db: Database, tag: str) -> Sample:
+    """The sample named ``tag``; NotFound if there is none."""
     row = db.execute(f"SELECT {_COLUMNS} FROM samples WHERE tag = ?", [tag]).fetchone()
     if row is None:
         raise NotFound(f"no audit sample tagged {tag!r} (draw one with `mast sample`)")
@@ -78,6 +79,7 @@ def latest_sample(db: Database, source: str) -> Sample | None:
 
 
 def sample_items(db: Database, tag: str) -> list[SampleItem]:
+    """The trajectories of sample ``tag`` with their stratum and inclusion probability, by id."""
     rows = db.execute(
         "SELECT trajectory_id, stratum, inclusion_probability FROM sample_items WHERE tag = ? ORDER BY trajectory_id",
         [tag],

@@ -419,3 +419,28 @@ def _m009_run_spend(db: Database) -> None:
     db.execute("CREATE INDEX idx_llm_requests_run ON llm_requests(run_id)")
     db.execute("CREATE TABLE local_secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
     db.execute("INSERT INTO local_secrets (name, value) VALUES ('prompt_frame', randomblob(32))")
+
+
+@MIGRATIONS(name="010_import_sources")
+def _m010_import_sources(db: Database) -> None:
+    """The files an import read whole, by content, with the trajectories they gave.
+
+    Re-importing an unchanged file parsed, split and validated all of it to find that nothing
+    changed. A file's sha256 and the (id, content hash) of every trajectory it gave, written
+    when its import is published, let the next import of the same bytes with the same options
+    answer "unchanged" after one hash of the file and one query, provided each trajectory is
+    still stored with that content. ``options`` holds the import options that shape what is
+    read from the file.
+    """
+    db.execute(
+        """
+        CREATE TABLE import_sources (
+            path TEXT NOT NULL,
+            importer TEXT NOT NULL,
+            options TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            trajectories TEXT NOT NULL,
+            imported_at TEXT NOT NULL,
+            PRIMARY KEY (path, importer, options)
+        )"""
+    )

@@ -13,16 +13,22 @@ one last short transaction:
 - the file's labels wait in ``pending_labels``, its attributions in memory, until then.
 
 A file that fails is discarded (:func:`discard`): nothing of it remains, visible or not. A
-process killed mid-import leaves only invisible rows, tagged with a token naming its process;
-the next import discards those of processes that are gone (:func:`discard_abandoned`).
+process killed mid-import leaves only invisible rows, tagged with its import's token; the next
+import discards those of imports that are gone (:func:`discard_abandoned`). An import is alive
+while its process holds a lock on its lease file beside the database (``<db>-import-<id>``,
+like SQLite's own ``-wal``): the kernel releases it when the process dies, however it dies,
+and unlike a process id it is not taken over by the next process to get the same number (in a
+container every first process is pid 1).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from sqlite_utils import Database
 
@@ -34,9 +40,11 @@ from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
 from annotator.store.trajectories import (
     SaveResult,
     delete_steps,
+    move_steps,
     move_version,
     trajectory_values,
     upsert_trajectory,
+    write_raw_file,
     write_steps,
 )
 
@@ -45,10 +53,41 @@ class ImportClash(AnnotatorError):
     """Another process is importing the same trajectory right now."""
 
 
+#: Lease files of this process's imports in progress, by token: the open, locked descriptors
+#: (-1 for a database in memory, which has no file to put a lease beside).
+_LEASES: dict[str, int] = {}
+
+
+def _lease_path(db: Database, token: str) -> Path | None:
+    """The lease file of import ``token`` (None for a database without a file)."""
+    file = db.execute("PRAGMA database_list").fetchone()[2]
+    return Path(f"{file}-import-{token.rsplit(':', 1)[-1]}") if file else None
+
+
+def _take_lease(db: Database, token: str) -> None:
+    path = _lease_path(db, token)
+    if path is None:  # a database in memory is this connection's alone: the entry is the lease
+        _LEASES[token] = -1
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+    _LEASES[token] = fd
+
+
+def _end_lease(db: Database, token: str) -> None:
+    fd = _LEASES.pop(token, None)
+    path = _lease_path(db, token)
+    if path is not None:
+        path.unlink(missing_ok=True)
+    if fd is not None and fd >= 0:
+        os.close(fd)
+
+
 def start(db: Database, source: str) -> str:
     """Register an import of ``source`` by this process; its token marks everything it stages."""
     host = socket.gethostname()
     token = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    _take_lease(db, token)  # before the row: a registered import always has its lease
     with write(db):
         db.execute(
             "INSERT INTO imports (token, host, pid, source, started_at) VALUES (?, ?, ?, ?, ?)",
@@ -62,17 +101,12 @@ def shadow_id(token: str, trajectory_id: str) -> str:
     return f"{token}/{trajectory_id}"
 
 
-def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
-    """Write ``traj`` unseen; (what publishing will make of it, the shadow id of a changed one).
-
-    Re-importing identical content is "unchanged" and writes nothing; a trajectory that comes
-    twice in one file is written once, the later version winning. Steps go in chunks, with a
-    chance to commit between two, so a trajectory of a million steps never holds the lock long.
-    """
-    shadow = shadow_id(token, traj.id)
+def _claims(db: Database, traj_id: str, token: str) -> tuple[str | None, str | None]:
+    """(content hash of the visible ``traj_id``, the row this import already staged for it),
+    either None; ``ImportClash`` when another import is staging it."""
     visible, own, other = None, None, None
     for rid, pending, content_hash in db.execute(
-        "SELECT id, pending, content_hash FROM trajectories WHERE id IN (?, ?)", [traj.id, shadow]
+        "SELECT id, pending, content_hash FROM trajectories WHERE id IN (?, ?)", [traj_id, shadow_id(token, traj_id)]
     ):
         if pending is None:
             visible = content_hash
@@ -81,11 +115,22 @@ def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batche
         else:
             other = pending
     if other is not None:
-        raise ImportClash(f"trajectory {traj.id} is being imported by another process; import this file again"
+        raise ImportClash(f"trajectory {traj_id} is being imported by another process; import this file again"
                           " when that import is done")
+    return visible, own
+
+
+def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
+    """Write ``traj`` unseen; (what publishing will make of it, the shadow id of a changed one).
+
+    Re-importing identical content is "unchanged" and writes nothing; a trajectory that comes
+    twice in one file is written once, the later version winning. Steps go in chunks, with a
+    chance to commit between two, so a trajectory of a million steps never holds the lock long.
+    """
+    visible, own = _claims(db, traj.id, token)
     if own is None and visible == traj.content_hash:
         return "unchanged", None
-    target = shadow if visible is not None else traj.id
+    target = shadow_id(token, traj.id) if visible is not None else traj.id
     if own is not None:
         delete_steps(db, own)
     values = trajectory_values(traj, len(traj.steps))
@@ -97,6 +142,46 @@ def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batche
     return ("updated" if own is not None else "imported"), None
 
 
+def open_stream(db: Database, token: str, source_format: str) -> str:
+    """A row, unseen, for the steps of a trajectory streamed in before its id is known (a file's
+    metadata may follow its steps); :func:`close_stream` gives it its id. Returns its id."""
+    provisional = shadow_id(token, f"stream-{uuid.uuid4().hex[:12]}")
+    upsert_trajectory(db, trajectory_values(Trajectory(id=provisional, source_format=source_format), 0), pending=token)
+    return provisional
+
+
+def close_stream(db: Database, provisional: str, traj: Trajectory, n_steps: int, agents: Iterable[str],
+                 raw_file: Path, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
+    """Finish a streamed trajectory whose steps are under ``provisional``, as
+    :func:`stage_trajectory` would have written ``traj`` (same outcomes, same shadow rule);
+    its raw original is ``raw_file``'s bytes, compressed as they are read."""
+    visible, own = _claims(db, traj.id, token)
+    if own is None and visible == traj.content_hash:
+        _drop(db, provisional)
+        return "unchanged", None
+    if own is not None:
+        _drop(db, own)  # an earlier record of this file with the same id: the later one wins
+    values = trajectory_values(traj, n_steps, agents)
+    if visible is not None:
+        target = shadow_id(token, traj.id)  # published as a changed trajectory's new version
+        upsert_trajectory(db, [target, *values[1:]], pending=token)
+    else:
+        target = traj.id
+        upsert_trajectory(db, values, pending=token)
+    move_steps(db, provisional, target, between=batches.point)
+    _drop(db, provisional)
+    write_raw_file(db, target, raw_file, between=batches.point)
+    if visible is not None:
+        return "updated", target
+    return ("updated" if own is not None else "imported"), None
+
+
+def _drop(db: Database, traj_id: str) -> None:
+    """Remove a row this import staged, with its steps."""
+    delete_steps(db, traj_id)
+    db.execute("DELETE FROM trajectories WHERE id = ?", [traj_id])
+
+
 def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
     """Keep labels until the import is published; returns how many."""
     rows = [(token, *label_row(lab)) for lab in labels]
@@ -105,14 +190,18 @@ def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
     return len(rows)
 
 
-def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution]) -> None:
+def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution],
+            source: Callable[[], None] | None = None) -> None:
     """Make everything the import staged visible, in one transaction.
 
     ``replaced`` pairs (shadow id, real id) of changed trajectories: the real one takes the
     shadow's steps and fields. Only this swap reads the replaced content again; a file of new
-    trajectories publishes in milliseconds.
+    trajectories publishes in milliseconds. ``source`` writes what else must appear with them
+    (the record of the file read, ``store.sources``).
     """
     with write(db):
+        if source is not None:
+            source()
         for shadow, real in replaced:
             move_version(db, shadow, real)
         db.execute("UPDATE trajectories SET pending = NULL WHERE pending = ?", [token])
@@ -127,32 +216,39 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
         for att in attributions:
             save_attribution(db, att)
         db.execute("DELETE FROM imports WHERE token = ?", [token])
+    _end_lease(db, token)
 
 
 def discard(db: Database, token: str) -> None:
     """Remove everything an import staged, a trajectory at a time (short transactions)."""
     with Batches(db) as batches:
         for (tid,) in db.execute("SELECT id FROM trajectories WHERE pending = ?", [token]).fetchall():
-            delete_steps(db, tid)
-            db.execute("DELETE FROM trajectories WHERE id = ?", [tid])
+            _drop(db, tid)
             batches.point()
         db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
         db.execute("DELETE FROM imports WHERE token = ?", [token])
+    _end_lease(db, token)
 
 
 def discard_abandoned(db: Database) -> None:
-    """Discard what imports left whose process on this machine is gone."""
-    host = socket.gethostname()
-    for token, pid in db.execute("SELECT token, pid FROM imports WHERE host = ?", [host]).fetchall():
-        if not _alive(pid):
+    """Discard what imports left that are gone: their lease is no longer held."""
+    for (token,) in db.execute("SELECT token FROM imports").fetchall():
+        if token not in _LEASES and not _held(_lease_path(db, token)):
             discard(db, token)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def _held(path: Path | None) -> bool:
+    """Whether a live process holds the lease file at ``path`` (a missing one is held by nobody)."""
+    if path is None:
         return False
-    except PermissionError:  # someone else's process
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
-    return True
+    finally:
+        os.close(fd)
+    return False

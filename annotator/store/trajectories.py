@@ -10,8 +10,10 @@ one transaction (or, for an import, in short ones: ``store.staging``); they are 
 
 from __future__ import annotations
 
+import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Literal
 
 from sqlite_utils import Database
@@ -66,6 +68,12 @@ def write_steps(db: Database, traj_id: str, steps: Sequence[Step], between: Call
             between()
 
 
+def set_links(db: Database, traj_id: str, links: Iterable[tuple[int, int]]) -> None:
+    """Point steps already written at their pair: (step index, index of the step it links to)."""
+    db.conn.executemany("UPDATE steps SET link = ? WHERE trajectory_id = ? AND idx = ?",
+                        ((link, traj_id, idx) for idx, link in links))
+
+
 _INSERT_STEP = (
     "INSERT INTO steps (trajectory_id, idx, id, agent, role, recipient, kind, content, tool_name,"
     " tool_args, call_id, link, parent, grp, timestamp, tokens_in, tokens_out, attributes, raw)"
@@ -108,14 +116,58 @@ _INSERT_TRAJECTORY = (
 )
 
 
-def trajectory_values(traj: Trajectory, n_steps: int) -> list:
-    """The trajectories row of ``traj``, in ``_TRAJECTORY_COLS`` order."""
+def trajectory_values(traj: Trajectory, n_steps: int, agents: Iterable[str] | None = None) -> list:
+    """The trajectories row of ``traj``, in ``_TRAJECTORY_COLS`` order; ``agents`` when its steps
+    are not in ``traj.steps`` (a streamed import)."""
+    agents = {s.agent for s in traj.steps if s.agent} if agents is None else agents
     return [
         traj.id, traj.schema_version, traj.source_format, traj.source_path, traj.source_ref, traj.title,
         traj.system, traj.model, traj.benchmark, traj.task, traj.outcome, traj.score, dumps(traj.metadata),
         zlib.compress(traj.raw, RAW_COMPRESSION) if traj.raw is not None else None, traj.content_hash,
-        traj.imported_at.isoformat(), n_steps, dumps(sorted({s.agent for s in traj.steps if s.agent})),
+        traj.imported_at.isoformat(), n_steps, dumps(sorted(agents)),
     ]
+
+
+#: Bytes of a raw file read, and of its compressed copy written, at a time.
+RAW_CHUNK = 1024 * 1024
+
+
+def write_raw_file(db: Database, traj_id: str, path: Path, between: Callable[[], None] | None = None) -> None:
+    """Store the bytes of ``path`` as ``traj_id``'s raw original, compressed as they are read
+    (as ``trajectory_values`` would compress them whole), holding a chunk at a time: the
+    compressed copy waits in a temporary file until its size is known, then is written into a
+    blob of that size. ``between`` runs after each chunk written (an import may commit there)."""
+    pack = zlib.compressobj(RAW_COMPRESSION)
+    with tempfile.TemporaryFile() as packed, path.open("rb") as fh:
+        while chunk := fh.read(RAW_CHUNK):
+            packed.write(pack.compress(chunk))
+        packed.write(pack.flush())
+        size = packed.tell()
+        packed.seek(0)
+        db.execute("UPDATE trajectories SET raw = zeroblob(?) WHERE id = ?", [size, traj_id])
+        (rowid,) = db.execute("SELECT rowid FROM trajectories WHERE id = ?", [traj_id]).fetchone()
+        offset = 0
+        while chunk := packed.read(RAW_CHUNK):
+            with db.conn.blobopen("trajectories", "raw", rowid) as blob:
+                blob.seek(offset)
+                blob.write(chunk)
+            offset += len(chunk)
+            if between is not None:
+                between()
+
+
+#: Steps moved from one trajectory id to another per statement.
+MOVE_CHUNK = 20_000
+
+
+def move_steps(db: Database, source_id: str, traj_id: str, between: Callable[[], None] | None = None) -> None:
+    """Give the steps of ``source_id`` to ``traj_id`` (a row that exists), ``MOVE_CHUNK`` at a time."""
+    while db.execute(
+        "UPDATE steps SET trajectory_id = ? WHERE rowid IN (SELECT rowid FROM steps WHERE trajectory_id = ? LIMIT ?)",
+        [traj_id, source_id, MOVE_CHUNK],
+    ).rowcount:
+        if between is not None:
+            between()
 
 
 def save_stubs(db: Database, stubs: Sequence[tuple[Trajectory, int]], pending: str | None = None) -> list[SaveResult]:

@@ -18,6 +18,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from annotator.errors import AnnotatorError
+
 
 def _builtin_path() -> Path:
     """Where the built-in codebook is: next to this module in an installed wheel (the build copies
@@ -32,8 +34,9 @@ BUILTIN_PATH = _builtin_path()
 HOTKEY_ROWS = "12345qwertyasdfghzxcvbn67890uiop"
 
 
-class TaxonomyError(ValueError):
-    """A taxonomy file that cannot be read or does not satisfy the schema."""
+class TaxonomyError(AnnotatorError, ValueError):
+    """A taxonomy file that cannot be read or does not satisfy the schema: an expected failure
+    every front end shows as one line, wherever the codebook is loaded."""
 
 
 class Category(BaseModel):

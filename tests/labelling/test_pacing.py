@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from prelabel_helpers import API_KEY, add, make_trajectory
 
 from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.llm import JudgeClient
-from annotator.labelling.pacing import parse_duration
+from annotator.labelling.pacing import HEADROOM, _Bucket, parse_duration
 from annotator.labelling.pricing import Usage, price_for
 from annotator.labelling.runner import run_labeller
 from annotator.models import LabelRun
@@ -24,6 +26,16 @@ TAX = load_taxonomy()
                                                ("0.25", 0.25), ("soon", None), ("", None)])
 def test_reset_durations_as_providers_write_them(text, seconds):
     assert parse_duration(text) == seconds
+
+
+async def test_a_request_larger_than_a_seconds_budget_is_charged_in_full():
+    """A 250-token request against 100 tokens a second must wait for all 250, not for one second's worth."""
+    bucket = _Bucket(100 * 60 / HEADROOM)
+    await bucket.take(100)  # the burst the bucket holds
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await bucket.take(250)
+    assert loop.time() - started >= 2.3
 
 
 async def _run(db, srv, n: int, first_fault: str = "", **client_opts):

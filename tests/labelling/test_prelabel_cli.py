@@ -100,6 +100,15 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def test_a_bad_codebook_is_one_clear_error(db, db_path, server, tmp_path):
+    seed(db, 1)
+    bad = tmp_path / "codebook.yaml"
+    bad.write_text("categories: [\n")
+    r = invoke(db_path, "--model", "m", "--base-url", server.base_url, "--taxonomy", str(bad))
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "codebook.yaml" in r.output and "not valid YAML" in r.output
+
+
 def test_kill_9_then_resume_sends_no_answered_request_twice(db, db_path):
     ids = seed(db, 30)
     with FakeOpenAI(latency=0.25) as srv:
@@ -218,6 +227,27 @@ def test_max_cost_holds_for_the_whole_run_across_resumes(db, db_path, server):
     assert run.cost_usd <= 1.0 and run.cost_usd == pytest.approx(stored[1])
     assert run.counts["sent"] == stored[0] == len(server.chat_requests()) < 12  # the resumes sent nothing more
     assert run.tokens_in == stored[2]
+    refused = invoke(db_path, "--resume", "1", "--model", "other", "--max-cost", "100", "-q")
+    assert refused.exit_code == 2 and "--model cannot change" in " ".join(refused.output.split())
+    assert len(server.chat_requests()) == stored[0]
+    raised = invoke(db_path, "--resume", "1", "--max-cost", "100", "-q")  # a larger budget, for the run's total
+    assert raised.exit_code == 0, raised.output
+    run = get_run(db, 1)
+    assert run.status == "completed" and "stopped" not in run.params and run.params["options"]["max_cost"] == 100
+    assert run.counts["done"] == 12 and "stopped" not in raised.output
+
+
+def test_identical_trajectories_in_flight_together_are_asked_and_paid_once(db, db_path):
+    for tid in ("twin-a", "twin-b", "twin-c"):
+        add(db, tid, NORMAL)  # the same task and steps: the same request
+    with FakeOpenAI(latency=0.3) as srv:  # slow enough that all three are in flight at once
+        r = invoke(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "8", "-q")
+        assert r.exit_code == 0, r.output
+        assert len(srv.chat_requests()) == 1
+    run = get_run(db, 1)
+    stored = db.execute("SELECT count(*), sum(tokens_in) FROM llm_requests WHERE run_id = 1").fetchone()
+    assert run.counts["done"] == 3 and run.counts["sent"] == stored[0] == 1 and run.counts["cached"] == 2
+    assert run.tokens_in == stored[1]
 
 
 def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
@@ -317,6 +347,9 @@ def test_credentials_in_the_base_url_are_refused_and_never_stored_or_printed(db,
     assert "url-secret-4242" not in r.output and "[redacted]@127.0.0.1" in r.output
     assert b"url-secret-4242" not in db_path.read_bytes()
     assert server.chat_requests() == [] and db.execute("SELECT count(*) FROM label_runs").fetchone()[0] == 0
+    r = invoke(db_path, "--model", "m", "--base-url", "http://alice:url-secret-4242@127.0.0.1:80x/v1", "-q")
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output
+    assert "not a valid URL" in r.output and "url-secret-4242" not in r.output
 
 
 def test_cached_input_is_read_from_usage_and_priced_at_the_cached_rate(db, db_path, server):

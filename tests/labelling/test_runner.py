@@ -150,7 +150,7 @@ async def test_votes_over_models_and_samples_are_kept(db, server):
 
 
 async def test_max_cost_stops_the_run_cleanly_before_exceeding_it(db, server):
-    ids = [add(db, f"t{i}", NORMAL) for i in range(10)]
+    ids = [add(db, f"t{i}", [f"{NORMAL[0]} (case {i})", *NORMAL[1:]]) for i in range(10)]  # ten distinct requests
     run, _, _ = await label(db, server, ids, max_cost=0.05, price=(10.0, 10.0))
     assert run.status == "interrupted" and "max-cost" in run.params["stopped"]
     assert 0 < run.counts["done"] < 10
