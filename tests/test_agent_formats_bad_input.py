@@ -32,8 +32,10 @@ MORE = {
     REAL_WORLD / "swe_agent_0.x_pydicom__pydicom-1458.traj": "swe_agent",
     REAL_WORLD / "litellm_completion_log_claude-sonnet-4.json": "openai_chat",
     Path(__file__).parent / "fixtures" / "tau_bench" / "gpt-4o-airline.json": "tau_bench",
+    **{p: "tau2_bench" for p in sorted((Path(__file__).parent / "fixtures" / "tau2_bench").glob("*.json"))},
     Path(__file__).parent / "fixtures" / "stirrup" / "itbench_aa" / "1" / "history.json": "stirrup",
     Path(__file__).parent / "fixtures" / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json": "stirrup",
+    Path(__file__).parent / "fixtures" / "stirrup" / "sub_agents" / "history.json": "stirrup",
 }
 
 
@@ -176,7 +178,7 @@ def test_wrong_shapes_raise_only_import_failure(tmp_path, sample):
 
 
 AGENT_FORMATS = ["claude_code", "codex_cli", "codex_exec", "inspect_ai", "itbench_run", "mini_swe_agent", "openhands", "openhands_v1",
-                 "openinference", "otel_genai", "swe_agent", "gemini_cli", "tau_bench", "stirrup"]
+                 "openinference", "otel_genai", "swe_agent", "gemini_cli", "tau_bench", "tau2_bench", "stirrup"]
 
 
 @pytest.mark.parametrize("fmt", AGENT_FORMATS)

@@ -52,7 +52,7 @@ REAL_WORLD = {
 
 #: Test fixtures of formats the shared data has no sample of, by folder.
 FIXTURE_FORMATS = {"codex_exec": "codex_exec", "claude_code_subagents": "claude_code", "chatdev": "text_log",
-                   "stirrup": "stirrup", "tau_bench": "tau_bench"}
+                   "stirrup": "stirrup", "tau_bench": "tau_bench", "tau2_bench": "tau2_bench"}
 FIXTURES = [ROOT / "tests" / "fixtures" / name for name in FIXTURE_FORMATS]
 FILES = sorted(p for base in (SHARED, ROOT / "trajectories", *FIXTURES) for p in base.rglob("*") if p.is_file())
 
@@ -61,7 +61,7 @@ def test_the_table_covers_the_samples():
     assert len(FILES) > 60
     assert {expected_format(p) for p in FILES} >= {
         "claude_code", "codex_cli", "codex_exec", "inspect_ai", "mini_swe_agent", "openhands", "openinference", "otel_genai",
-        "swe_agent", "who_and_when", "mad_human", "gemini_cli", "tau_bench", "stirrup", "text_log", None}
+        "swe_agent", "who_and_when", "mad_human", "gemini_cli", "tau_bench", "tau2_bench", "stirrup", "text_log", None}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(p.parents[2])) for p in FILES])

@@ -94,11 +94,23 @@ def _tau_results(path: Path) -> int:
     return sum(len(rec["traj"]) for rec in orjson.loads(path.read_bytes()))
 
 
+def _tau2_messages(path: Path) -> int:
+    """Messages of every simulation of a tau2-bench results file."""
+    return sum(len(sim["messages"]) for sim in orjson.loads(path.read_bytes())["simulations"])
+
+
 def _stirrup(path: Path) -> int:
-    """Messages of every history group (and a cache's active ``msgs``)."""
+    """Messages of every history group (and a cache's active ``msgs``), and of every sub-agent
+    run kept in ``run_metadata`` (``{message_history, run_metadata}`` lists), at any depth."""
     data = orjson.loads(path.read_bytes())
     groups = data["history"] if "history" in data else [*data["full_msg_history"], data["msgs"]]
-    return sum(len(g) for g in groups)
+
+    def sub_agents(metadata: dict) -> int:
+        runs = [r for v in metadata.values() if isinstance(v, list) for r in v
+                if isinstance(r, dict) and "message_history" in r]
+        return sum(sum(map(len, r["message_history"])) + sub_agents(r["run_metadata"]) for r in runs)
+
+    return sum(len(g) for g in groups) + sub_agents(data.get("run_metadata") or {})
 
 
 def _label_export(tmp_path: Path) -> Path:
@@ -135,7 +147,9 @@ ROWS: list[tuple[str, Path | Callable[[Path], Path], Callable[[Path], int]]] = [
     ("gemini_cli", REAL_WORLD / "gemini_cli_session.json", _messages),
     ("tau_bench", FIXTURES / "tau_bench" / "gpt-4o-airline.json", _tau_results),
     ("tau_bench", REAL_WORLD / "tau_bench_airline_few_shot.jsonl", _lines),
+    *[("tau2_bench", p, _tau2_messages) for p in sorted((FIXTURES / "tau2_bench").glob("*.json"))],
     ("stirrup", FIXTURES / "stirrup" / "itbench_aa" / "1" / "history.json", _stirrup),
+    ("stirrup", FIXTURES / "stirrup" / "sub_agents" / "history.json", _stirrup),
     ("stirrup", FIXTURES / "stirrup" / "cache" / "5d1e0a7c93b2" / "state.json", _stirrup),
 ]
 

@@ -21,7 +21,7 @@ SAMPLES = [
     ("codex_cli/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl", "codex_cli", 10, 3,
      {"codex", "environment", "user"}, "unknown", None, "synthetic-model"),
     ("inspect_ai/2025-05-12T20-27-36-04-00_browser.json", "inspect_ai", 10, 4,
-     {"assistant", "tool", "user"}, "success", 1.0, "openai/gpt-4o-mini"),
+     {"assistant", "environment", "user"}, "success", 1.0, "openai/gpt-4o-mini"),
     ("inspect_ai/log_read_sample.eval", "inspect_ai", 3, 0,
      {"assistant", "system", "user"}, "success", 1.0, "ollama/gemma3"),
     ("mini_swe_agent/github_issue.traj.json", "mini_swe_agent", 32, 10,
@@ -41,9 +41,9 @@ SAMPLES = [
      "gpt-4o-mini-2024-07-18"),
     ("otel_genai/otel_genai_client_span_tool_calls.attributes.json", "otel_genai", 5, 1,
      {"assistant", "tool", "user"}, "unknown", None, "gpt-4-0613"),
-    ("swe_agent/6e44b9__sweagenttestrepo-1c2844.traj", "swe_agent", 17, 5, {"main"}, "unknown", None, "gpt-4o"),
-    ("swe_agent/function_calling_simple.traj", "swe_agent", 17, 5, {"main"}, "unknown", None, None),
-    ("swe_agent/marshmallow-code__marshmallow-1867.function_calling.traj", "swe_agent", 35, 11, {"main"},
+    ("swe_agent/6e44b9__sweagenttestrepo-1c2844.traj", "swe_agent", 17, 5, {"main", "environment", "system", "user"}, "unknown", None, "gpt-4o"),
+    ("swe_agent/function_calling_simple.traj", "swe_agent", 17, 5, {"main", "environment", "system", "user"}, "unknown", None, None),
+    ("swe_agent/marshmallow-code__marshmallow-1867.function_calling.traj", "swe_agent", 35, 11, {"main", "environment", "system", "user"},
      "unknown", None, "gpt-4o"),
 ]
 

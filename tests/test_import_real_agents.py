@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from annotator.importers.base import ImportedRecord, ImportOptions
@@ -50,6 +51,17 @@ def test_swe_agent_0x_task_is_the_issue_not_the_demonstration():
     assert len(calls) == 12 and calls[0].tool_name == "create" and calls[0].tool_args.startswith("create reproduce_bug.py")
     _calls_linked(traj.steps)
     assert traj.outcome == "unknown" and traj.metadata[HIDDEN]["exit_status"] == "submitted"
+
+
+def test_swe_agent_messages_are_spoken_by_their_role_to_the_agent_whose_history_holds_them():
+    [rec] = _read(REAL / "swe_agent_0.x_pydicom__pydicom-1458.traj")
+    traj = rec.trajectory
+    assert traj.title == "swe_agent_0.x_pydicom__pydicom-1458"
+    assert {(s.kind, s.agent) for s in traj.steps} == {
+        ("system", "system"), ("message", "user"), ("thought", "primary"), ("tool_call", "primary"),
+        ("tool_result", "environment")}
+    issue = next(s for s in traj.steps if s.kind == "message")
+    assert issue.recipient == "primary" and "Pixel Representation" in issue.content
 
 
 def test_swe_agent_0x_model_comes_from_the_run_folder(tmp_path):
@@ -271,6 +283,61 @@ def test_stirrup_resume_cache_in_the_v0_1_shape():
                                             "tool_call", "tool_result"]
     assert traj.steps[2].tokens_out == 31 and traj.steps[-1].attributes["is_error"] is True
     _calls_linked(traj.steps)
+
+
+SUB_AGENTS = FIXTURES / "stirrup" / "sub_agents" / "history.json"
+
+
+def test_stirrup_sub_agent_histories_are_steps_of_the_sub_agent_under_its_call():
+    [rec] = _read(SUB_AGENTS)
+    steps = rec.trajectory.steps
+    delegations = [s for s in steps if s.kind == "tool_call" and s.tool_name == "log_analyst"]
+    assert len(delegations) == 3 and steps[delegations[1].link].attributes["args_was_valid"] is False
+    ran = [c for c in delegations if "sub_agent_run" in c.attributes]
+    assert [c.attributes["sub_agent_run"] for c in ran] == [{"run": 0, "model": "gpt-oss-20b"},
+                                                          {"run": 1, "model": "gpt-oss-20b"}]
+    for call, task in zip(ran, ("Read the load-generator logs", "Show the flagd-config ConfigMap")):
+        inner = [s for s in steps if s.parent == call.index]
+        # right after the call, before its result: what the sub-agent did, in order
+        assert [s.index for s in inner] == list(range(call.index + 1, call.index + 1 + len(inner)))
+        assert steps[call.link].index == inner[-1].index + 1
+        prompt = inner[1]
+        assert (prompt.agent, prompt.recipient, prompt.kind) == ("agent", "log_analyst", "message")
+        assert prompt.content.startswith(task)
+        assert {s.agent for s in inner if s.role == "assistant"} == {"log_analyst"}
+        assert [s.tool_name for s in inner if s.kind == "tool_call"] == ["code_exec", "finish"]
+        assert inner[0].id.startswith(f"run_metadata.log_analyst[{call.attributes['sub_agent_run']['run']}]")
+    assert not [s for s in steps if s.parent == delegations[1].index]  # the refused call ran nothing
+    _calls_linked(steps)
+    # the parent's task and finish are its own; the histories are not kept twice
+    assert rec.trajectory.task.startswith("Diagnose the incident") and "finish" in rec.trajectory.metadata
+    assert rec.trajectory.metadata["run_metadata"]["log_analyst"][0]["messages"] == 6
+    assert "message_history" not in orjson.dumps(rec.trajectory.metadata).decode()
+    assert not rec.ledger.warnings
+
+
+def test_stirrup_cache_keeps_sub_agent_runs_per_turn(tmp_path):
+    """A v0.2 resume cache: ``run_metadata_by_turn`` (turn id -> tool -> list), in turn order."""
+    data = orjson.loads(SUB_AGENTS.read_bytes())
+    runs = data["run_metadata"]["log_analyst"]
+    state = {"msgs": data["history"][0], "full_msg_history": [], "task_hash": "9c1f",
+             "run_metadata_by_turn": {"a1": {"log_analyst": runs[:1]}, "a3": {"log_analyst": runs[1:]}}}
+    path = tmp_path / "state.json"
+    path.write_bytes(orjson.dumps(state))
+    [rec] = _read(path)
+    assert sum(s.agent == "log_analyst" and s.kind == "tool_call" for s in rec.trajectory.steps) == 4
+
+
+def test_stirrup_sub_agent_run_without_its_call_is_kept_and_warned(tmp_path):
+    data = orjson.loads(SUB_AGENTS.read_bytes())
+    data["run_metadata"]["log_analyst"].append(data["run_metadata"]["log_analyst"][0])
+    path = tmp_path / "history.json"
+    path.write_bytes(orjson.dumps(data))
+    [rec] = _read(path)
+    orphan = [s for s in rec.trajectory.steps if s.id.startswith("run_metadata.log_analyst[2]")]
+    assert len(orphan) == 7 and all(s.parent is None and s.index > 20 for s in orphan)
+    assert orphan[3].call_id == "run_metadata.log_analyst[2]:call_01" and orphan[4].link == orphan[3].index
+    assert rec.ledger.warnings == {("incomplete", "a run of sub-agent 'log_analyst' with no call that delegated to it"): 1}
 
 
 @pytest.mark.parametrize("groups", [[], [["not a message"]]])

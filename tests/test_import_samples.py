@@ -103,6 +103,33 @@ def test_who_and_when_hand_checked(ww):
         ("WebSurfer", None, "message")}
 
 
+AG_FILES = [n for n in WW_FILES if n.startswith("Algorithm-Generated")]
+
+
+def test_who_and_when_code_executions_are_calls_linked_to_their_output(ww):
+    """Computer_terminal's "exitcode: ..." output answers the code blocks of the message before
+    it; "There is no code ..." ran nothing; no result of the 24 AG2 runs is left unlinked."""
+    db, results, _, _ = ww
+    outputs = nothing_run = 0
+    for name in AG_FILES:
+        assert "result_unlinked" not in {k for k, _ in results[name].ledger.warnings}, name
+        traj = get_trajectory(db, results[name].trajectory_ids[0])
+        for s in traj.steps:
+            if s.agent != "Computer_terminal":
+                continue
+            if s.content.startswith("exitcode:"):
+                call = traj.steps[s.link]
+                assert s.kind == "tool_result" and call.index == s.index - 1 and call.link == s.index, (name, s.index)
+                assert call.kind == "tool_call" and call.tool_name == "code_execution"
+                blocks = orjson.loads(call.tool_args)
+                assert blocks and all(b["code"] in call.content for b in blocks)
+                outputs += 1
+            else:
+                assert s.kind == "message" and s.content.startswith("There is no code") and s.link is None
+                nothing_run += 1
+    assert (outputs, nothing_run) == (45, 16)
+
+
 def test_who_and_when_reimport_is_unchanged(ww):
     db, _, _, shared = ww
     again = import_file(db, shared / "who_and_when" / "Hand-Crafted_4.json")
@@ -180,6 +207,15 @@ def test_mad_human_final_round_per_annotator(mad):
     assert disagree == {"FM-1.1", "FM-3.2"}
     summary = [t for t in list_trajectories(db) if t.id == by_record[4]][0]
     assert (summary.n_steps, summary.outcome, summary.system, summary.benchmark) == (7, "unknown", "MetaGPT", "MMLU")
+
+
+def test_mad_metagpt_log_task_is_the_users_requirement(mad):
+    """Record 4 is a MetaGPT communication log with no prompt beside it: its task is the CONTENT
+    of the Human UserRequirement message, up to the next message."""
+    db, _, _, by_record = mad
+    traj = get_trajectory(db, by_record[4], with_steps=False)
+    assert traj.task.startswith("The following are multiple choice questions (with answers) about high_school")
+    assert "NEW MESSAGES" not in traj.task and "Question:" in traj.task
 
 
 def test_mad_human_hides_notes_and_outcome_from_steps(mad):

@@ -104,7 +104,7 @@ class _SampleSteps:
     def message(self, msg: dict, sid: str, where: dict, timestamp=None) -> None:
         role = str_or_none(msg.get("role"))
         base = dict(role=role, timestamp=timestamp, raw=plain(msg), group=where.get("group"))
-        agent = role if role in ("user", "system") else where.get("agent") or role
+        agent = role if role in ("user", "system") else where.get("agent") or ("environment" if role == "tool" else role)
         text, reasoning = _content(msg.get("content"))
         if reasoning:
             self.out.add(id=f"{sid}.reasoning", kind="thought", agent=agent, content=reasoning, **base)
@@ -173,7 +173,7 @@ class _SampleSteps:
             if call_id not in self.calls:
                 self.tool_call(call_id, ev.get("function"), ev.get("arguments"), where.get("agent"), base, sid)
             error = ev.get("error")
-            step = self.out.add(id=f"{sid}.result", kind="tool_result", role="tool", agent=where.get("agent") or "tool",
+            step = self.out.add(id=f"{sid}.result", kind="tool_result", role="tool", agent=where.get("agent") or "environment",
                                 content=_content(ev.get("result"))[0] or (as_text(error) if error else ""),
                                 tool_name=ev.get("function"), call_id=call_id,
                                 **{**base, "timestamp": parse_time(ev.get("completed")) or ts})

@@ -196,13 +196,19 @@ _CHATDEV_FACTS = {"task": re.compile(r"^\*\*task_prompt\*\*: (?P<v>[^\n]+)", re.
                   "model": re.compile(r"^\| \*\*model_type\*\* \| ModelType\.(?P<v>\w+) \|", re.M)}
 
 
+#: MetaGPT's communication log opens with the user's requirement, from Human: its CONTENT is the task.
+_METAGPT_FACTS = {"task": re.compile(
+    r"^\[[^\]\n]+\] FROM: Human\b[^\n]*\nACTION: [^\n]*UserRequirement\nCONTENT:\n(?P<v>.+?)"
+    r"(?=^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] |\Z)", re.M | re.S)}
+_FACTS = {_key("ChatDev"): _CHATDEV_FACTS, _key("MetaGPT"): _METAGPT_FACTS}
+
+
 def log_facts(text: str, system: str | None) -> dict[str, str]:
     """The task and model a log states: ChatDev's ``**task_prompt**`` line and the ``model_type``
-    of its first phase's parameter table."""
-    if _key(system or "") != _key("ChatDev"):
-        return {}
+    of its first phase's parameter table; the CONTENT of MetaGPT's UserRequirement message."""
+    facts = _FACTS.get(_key(system or ""), {})
     head = text[:GUESS_CHARS]
-    return {k: m["v"].strip() for k, rx in _CHATDEV_FACTS.items() if (m := rx.search(head))}
+    return {k: m["v"].strip() for k, rx in facts.items() if (m := rx.search(head))}
 
 
 @splitter("ChatDev", marker=r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO\] ")

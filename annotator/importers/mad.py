@@ -33,7 +33,7 @@ from annotator.importers.base import (
 )
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_records, optional_text, require
-from annotator.importers.log_splitters import Split, split_evaluation, split_log
+from annotator.importers.log_splitters import Split, log_facts, split_evaluation, split_log
 from annotator.label_sources import HUMAN_SET
 from annotator.models import HIDDEN, Label, Step, Trajectory
 
@@ -98,11 +98,20 @@ def trace_steps(trace: object, system: str | None, path: Path, where: str) -> tu
         if isinstance(inner, list):
             return _message_steps(inner, path, where), meta, hidden
         if isinstance(inner, str):
-            return log_steps(inner, system, hidden), meta, hidden
+            return log_steps(inner, system, hidden), _with_log_task(meta, inner, system), hidden
         raise ImportFailure(str(path), "trace object has no 'trajectory' or 'content'", where=where)
     if isinstance(data, str):
-        return log_steps(data, system, hidden), meta, hidden
+        return log_steps(data, system, hidden), _with_log_task(meta, data, system), hidden
     raise ImportFailure(str(path), f"unexpected trace of type {type(data).__name__}", where=where)
+
+
+def _with_log_task(meta: dict, text: str, system: str | None) -> dict:
+    """``meta`` with the task the log itself states (MetaGPT's UserRequirement), when the trace
+    named none."""
+    task = None if "task" in meta else log_facts(text, system).get("task")
+    if task:
+        meta["task"] = task
+    return meta
 
 
 def _message_steps(messages: list, path: Path, where: str) -> list[Step]:

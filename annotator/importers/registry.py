@@ -44,6 +44,7 @@ IMPORTERS: tuple[str, ...] = (
     "itbench:ITBenchRun",
     "gemini_cli:GeminiCLI",
     "tau_bench:TauBench",
+    "tau2_bench:Tau2Bench",
     "stirrup:Stirrup",
     "mast_export:MastExport",
 )

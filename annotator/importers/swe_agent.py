@@ -5,7 +5,10 @@ A run file has ``trajectory`` (one entry per agent step: ``thought``, ``action``
 ``message_type``, the acting ``agent`` and, for function-calling agents, ``tool_calls`` and
 ``tool_call_ids``). Steps come from ``trajectory`` — the prompt and task from the history
 items before the first action — and take tool names and call ids from the matching history
-action. Demonstrations may carry only ``history``; they are read from it directly.
+action. Demonstrations may carry only ``history``; they are read from it directly. A history
+item's ``agent`` names whose history it is (``primary``): the system prompt and the user
+messages are the harness's words to that agent (their role speaks, the agent is the recipient),
+observations the environment's.
 
 SWE-agent 0.x puts a whole worked example of another issue into the prompt, as history items
 marked ``is_demo``. That demonstration is not part of the run: it is left out (counted as
@@ -67,10 +70,10 @@ class _Builder:
                 id=f"{sid}.call[{j}]", kind="tool_call", role="assistant", agent=agent, content=content,
                 tool_name=name, tool_args=args, call_id=call_id, raw=raw))
 
-    def result(self, text: str, call_ids: list, agent: str, sid: str, raw: object, **extra) -> None:
+    def result(self, text: str, call_ids: list, sid: str, raw: object, **extra) -> None:
         call = next((c for c in self.open_calls if c.call_id in call_ids), None) if call_ids else None
         call = call or (self.open_calls[0] if self.open_calls else None)
-        step = self.out.add(id=sid, kind="tool_result", role="tool", agent=agent, content=text,
+        step = self.out.add(id=sid, kind="tool_result", role="tool", agent="environment", content=text,
                             tool_name=call.tool_name if call else None,
                             call_id=call.call_id if call else None, raw=raw, **extra)
         if call is not None:  # ids repeat in some files: pair with the call just made, not the first
@@ -78,9 +81,12 @@ class _Builder:
             self.open_calls.remove(call)
 
     def message(self, item: dict, sid: str) -> None:
+        """A system or user message: the harness's words to the agent whose history holds it
+        (``agent``, e.g. ``primary``), spoken by its role, not by that agent."""
         role = item.get("role")
         kind = "system" if role == "system" or item.get("message_type") == "system_prompt" else "message"
-        self.out.add(id=sid, kind=kind, role=role, agent=item.get("agent") or role,
+        owner = item.get("agent")
+        self.out.add(id=sid, kind=kind, role=role, agent=role or owner, recipient=owner if role else None,
                      content=as_text(item.get("content")), group=item.get("message_type"), raw=plain(item))
 
 
@@ -115,7 +121,7 @@ def _from_trajectory(b: _Builder, history: list, trajectory: list) -> None:
                       raw=raw)
         b.calls(as_text(entry.get("action")), h.get("tool_calls") or [], agent, f"trajectory[{k}]", raw)
         extra = {"attributes": {"execution_time": entry["execution_time"]}} if "execution_time" in entry else {}
-        b.result(as_text(entry.get("observation")), [c.call_id for c in b.open_calls], agent,
+        b.result(as_text(entry.get("observation")), [c.call_id for c in b.open_calls],
                  f"trajectory[{k}].observation", raw, **extra)
 
 
@@ -136,7 +142,7 @@ def _from_history(b: _Builder, history: list) -> None:
                 b.out.add(id=f"{sid}.thought", kind="thought", role=role, agent=agent, content=thought, raw=plain(item))
             b.calls(as_text(item.get("action")), item.get("tool_calls") or [], agent, sid, plain(item))
         elif role == "tool" or (item.get("message_type") == "observation" and b.open_calls):
-            b.result(as_text(item.get("content")), seq(item.get("tool_call_ids")), agent, sid, plain(item))
+            b.result(as_text(item.get("content")), seq(item.get("tool_call_ids")), sid, plain(item))
         else:
             b.message(item, sid)
 
@@ -181,7 +187,7 @@ class SWEAgent(Importer):
         if model is None and (run_dir := _RUN_DIR.match(path.parent.name)):
             model = run_dir["model"]
         problem = obj(config.get("problem_statement"))
-        instance = path.name.split(".")[0]
+        instance = path.stem
         hidden = {k: info[k] for k in ("exit_status", "submission") if k in info}
         visible = {k: v for k, v in info.items() if k not in hidden and not k.startswith("edited_files")}
         hidden.update({k: v for k, v in info.items() if k.startswith("edited_files")})

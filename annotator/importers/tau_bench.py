@@ -49,7 +49,8 @@ _UNRECORDED_CALL = "[tool call: name and arguments not recorded]"
 _DISPLAY_TURN = re.compile(r"^(?P<role>user|assistant|tool|system): ?", re.M)
 
 
-def _outcome(reward: object) -> tuple[str, float | None]:
+def reward_outcome(reward: object) -> tuple[str, float | None]:
+    """Outcome and score of a tau-bench reward: 1 is a pass, anything less a failure."""
     if isinstance(reward, bool) or not isinstance(reward, (int, float)):
         return "unknown", None
     return ("success" if reward >= 1 - 1e-9 else "failure"), float(reward)
@@ -118,7 +119,7 @@ class TauBench(Importer):
         if not messages and info.get("error"):
             steps = [Step(index=0, id=f"{where} info.error", kind="error", role="system", agent=SYSTEM,
                           content="\n".join(as_text(info.get(k)) for k in ("error", "traceback") if info.get(k)))]
-        outcome, score = _outcome(rec.get("reward"))
+        outcome, score = reward_outcome(rec.get("reward"))
         hidden = {"reward": rec.get("reward"), "reward_info": info.get("reward_info"),
                   "expected_actions": task.get("actions"), "expected_outputs": task.get("outputs")}
         meta = {"task_id": rec.get("task_id"), "trial": rec.get("trial"), "user_id": task.get("user_id"),

@@ -5,12 +5,22 @@ One message per step (``history[i]`` is step i). The decisive error (``mistake_a
 annotator ``who-and-when``; the correctness key gives the outcome. Algorithm-Generated files
 (CaptainAgent/AG2) name speakers in ``name``; Hand-Crafted files (Magentic-One) in ``role``,
 with the addressee in a ``(-> X)`` suffix.
+
+In AG2 group chats the code executor (``Computer_terminal``, Magentic-One's ``ComputerTerminal``)
+runs the fenced code blocks of the message before it and answers with their exit code and
+output: that message is the call (``code_execution``, its blocks as the arguments) and the
+answer its linked result, the message staying the step of its own ``history`` index. The
+executor's "There is no code from the last 1 message for me to execute" ran nothing: it is a
+message, not a result.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
+
+import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
@@ -30,6 +40,10 @@ from annotator.importers.log_splitters import parse_speaker
 from annotator.models import HIDDEN, Attribution, Step, Trajectory
 
 ANNOTATOR = "who-and-when"
+#: A fenced code block as AG2 finds the code to run (``autogen.code_utils.CODE_BLOCK_PATTERN``).
+_CODE_BLOCK = re.compile(r"```[ \t]*(\w+)?[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.S)
+_NOTHING_RUN = "There is no code from the last"
+EXECUTE = "code_execution"
 
 
 class WhoAndWhen(Importer):
@@ -48,6 +62,7 @@ class WhoAndWhen(Importer):
                 raise ImportFailure(str(path), "'history' must be a list of messages")
             hand_crafted = any("name" not in m for m in history if isinstance(m, dict))
             steps = [_step(path, i, m) for i, m in enumerate(history)]
+            _link_executions(steps)
             correct = rec.get("is_correct", rec.get("is_corrected"))
             question_id = rec.get("question_ID")
             traj_id = stable_id("who_and_when", question_id or path.name, len(history))
@@ -86,8 +101,9 @@ def _step(path: Path, i: int, msg: object) -> Step:
     kind = "message"
     if name is None and role is not None:
         agent, recipient, kind = parse_speaker(str(role))
-    if str(agent).replace("_", "").lower() == "computerterminal":
-        kind = "tool_result"
+    content = as_text(msg.get("content"))
+    if _is_executor(agent):
+        kind = "message" if content.lstrip().startswith(_NOTHING_RUN) else "tool_result"
     return Step(
         index=i,
         id=f"history[{i}]",
@@ -95,9 +111,25 @@ def _step(path: Path, i: int, msg: object) -> Step:
         role=str(role) if role is not None else None,
         recipient=recipient,
         kind=kind,
-        content=as_text(msg.get("content")),
+        content=content,
         raw=plain(msg),
     )
+
+
+def _is_executor(agent: str | None) -> bool:
+    return str(agent).replace("_", "").lower() == "computerterminal"
+
+
+def _link_executions(steps: list[Step]) -> None:
+    """Make the message whose code blocks an executor's output answers the call of that output."""
+    for result, asker in zip(steps[1:], steps):
+        if result.kind != "tool_result" or _is_executor(asker.agent):
+            continue
+        blocks = _CODE_BLOCK.findall(asker.content)
+        if blocks:
+            asker.kind, asker.tool_name, asker.call_id = "tool_call", EXECUTE, asker.id
+            asker.tool_args = orjson.dumps([{"language": lang or None, "code": code} for lang, code in blocks]).decode()
+            result.call_id = asker.id
 
 
 def _attribution(traj: Trajectory, rec: dict) -> Attribution:
