@@ -8,8 +8,10 @@ annotation session, as the TUI writes them, or imported in the export format.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import os
+import re
 
 import numpy as np
 import orjson
@@ -23,6 +25,7 @@ from annotator.annotating.queue import queue
 from annotator.store import open_db
 from annotator.store.labels import add_labels, current_labels
 from annotator.store.samples import get_sample, sample_items
+from annotator.report.stratified import share
 from tests.openai_server import FakeOpenAI
 from tests.report_data import MODES, add_trajectory
 from annotator.taxonomy import load_taxonomy
@@ -89,6 +92,7 @@ def test_sample_is_stored_tagged_and_reproducible(judged):
     assert "sample audit-1: 30 of the 120 trajectories run:1 finished (simple random, seed 7)" in r.output
     items = sample_items(db, "audit-1")
     assert len(items) == 30 and {i.inclusion_probability for i in items} == {30 / N}
+    assert {i.stratum for i in items} == {"all"} and get_sample(db, "audit-1").strata == {"all": (N, 30)}
     listed = invoke(path, "list", "--tag", "audit-1", "--json")
     assert sorted(orjson.loads(line)["id"] for line in listed.output.splitlines()) == [i.trajectory_id for i in items]
     assert sorted(q.summary.id for q in queue(db, "alice", tag="audit-1")) == [i.trajectory_id for i in items]
@@ -119,18 +123,28 @@ def _audit(db, tag: str, annotator: str = "alice") -> list[str]:
     return ids
 
 
-def _reference(db, ids: list[str], weights=None) -> dict[str, tuple]:
-    """Per mode, PPI's point and interval by ppi-python (the reference) over the same data."""
+def _reference(ids: list[str], strata: dict[str, str] | None = None) -> dict[str, tuple]:
+    """Per mode, the corrected point computed from its definition (each stratum × judge-verdict
+    cell's audited share, weighted by the cell's population share; for a simple random audit
+    ppi-python's PPI with the judge recalibrated per verdict, the reference), its interval by
+    :func:`annotator.report.stratified.share` over the same data, and the people's share."""
     all_ids = [f"t{i:03d}" for i in range(N)]
     out = {}
     for mode in ("FM-1.1", "FM-2.3"):
         y = np.array([mode in _truth(int(t[1:])) for t in ids], dtype=float)
         yhat = np.array([mode in _judge(int(t[1:])) for t in ids], dtype=float)
         yall = np.array([mode in _judge(int(t[1:])) for t in all_ids], dtype=float)
-        lam = 1.0 if min(y.sum(), yhat.sum()) < 10 else None  # power tuning needs 10 audited positives
-        point = ppi_py.ppi_mean_pointestimate(y, yhat, yall, w=weights, lam=lam)
-        lo, hi = ppi_py.ppi_mean_ci(y, yhat, yall, alpha=0.05, w=weights, lam=lam)
-        out[mode] = (float(np.squeeze(point)), float(np.squeeze(lo)), float(np.squeeze(hi)), y.mean())
+        stratum = np.array([strata[t] if strata else "all" for t in ids])
+        stratum_all = np.array([strata[t] if strata else "all" for t in all_ids])
+        if strata is None:
+            f = np.vectorize({v: y[yhat == v].mean() for v in (0.0, 1.0)}.get)
+            point = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, f(yhat), f(yall), lam=1.0)))
+        else:
+            cells = {(h, v) for h, v in zip(stratum_all, yall, strict=True)}
+            point = sum(((stratum_all == h) & (yall == v)).sum() / N * y[(stratum == h) & (yhat == v)].mean()
+                        for h, v in cells)
+        interval = share(y, stratum, stratum_all, yhat, yall)
+        out[mode] = (point, interval.low, interval.high, y.mean())
     return out
 
 
@@ -146,16 +160,18 @@ def test_report_with_an_audit_gives_three_estimates_in_every_format(judged, tmp_
     assert table["columns"][:12] == ["mode", "n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human",
                                      "human_ci_low", "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high"]
     rows = {rec["mode"]: rec for rec in table["records"]}
-    reference = _reference(db, ids)
+    reference = _reference(ids)
     for mode, (point, lo, hi, human) in reference.items():
         rec = rows[mode]
         assert (rec["n_audit"], rec["n_total"]) == (60, N)
         assert rec["judge"] == pytest.approx(sum(mode in _judge(i) for i in range(N)) / N, abs=1e-6)
         assert rec["human"] == pytest.approx(human, abs=1e-6)
         assert rec["ppi"] == pytest.approx(point, abs=1e-6)
-        assert (rec["ppi_ci_low"], rec["ppi_ci_high"]) == pytest.approx((max(lo, 0), hi), abs=1e-6)
+        assert (rec["ppi_ci_low"], rec["ppi_ci_high"]) == pytest.approx((lo, hi), abs=1e-6)
+        assert rec["ppi_ci_high"] - rec["ppi_ci_low"] < rec["human_ci_high"] - rec["human_ci_low"]
     assert rows["FM-1.1"]["judge"] > rows["FM-1.1"]["ppi"]  # the over-calling judge is corrected down
-    assert rows["FM-3.3"]["ppi"] == 0 and rows["FM-3.3"]["ppi_ci_low"] is None  # nothing varies: undefined
+    # No positive seen in 60 of 120 is not certainty: the interval stays open above 0.
+    assert rows["FM-3.3"]["ppi"] == 0 and rows["FM-3.3"]["ppi_ci_low"] == 0 < rows["FM-3.3"]["ppi_ci_high"]
     assert {"prevalence_ppi_by_system", "gap_ppi", "mean_modes_ppi"} <= tables.keys()
     assert data["header"]["audit"]["sample"]["tag"] == "audit-1" and data["header"]["audit"]["audited"] == 60
     corrected = {f["key"]: f for f in data["findings"]}
@@ -163,10 +179,24 @@ def test_report_with_an_audit_gives_three_estimates_in_every_format(judged, tmp_
     assert {r["mode"] for r in corrected["judge_corrected"]["data"]["outside"]} == {
         m for m, r in rows.items() if r["ppi_ci_low"] is not None and not r["ppi_ci_low"] <= r["judge"] <= r["ppi_ci_high"]}
     assert "mean_modes_failed_corrected" in corrected
-    for fmt in ("md", "html", "csv"):
+    top = corrected["top_modes_corrected"]
+    assert [m["mode"] for m in top["data"]["modes"]] == [
+        r["mode"] for r in sorted(rows.values(), key=lambda r: -r["ppi"])[:3] if r["ppi"] > 0]
+    assert top["text"].startswith("top modes, judge corrected: FM-1.1 ")
+    gap = {r["mode"]: r for r in tables["gap_ppi"]["records"]}
+    assert all(r["ppi_gap_p"] is None or 0 <= r["ppi_gap_p"] <= 1 for r in gap.values())
+    predictor = corrected["strongest_predictor_corrected"]
+    # The modes here do not depend on the outcome: nothing is named.
+    assert predictor["data"]["mode"] is None and predictor["text"].startswith(
+        "no mode separates failed from successful runs once the judge is corrected, at this audit size (")
+    lines = [corrected[k]["text"] for k in ("judge_corrected", "top_modes_corrected", "strongest_predictor_corrected")]
+    for fmt in ("md", "html", "csv", "terminal"):
         out = invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", fmt, "--bootstrap", "0")
         assert out.exit_code == 0, out.output
         assert "prevalence_ppi" in out.stdout or "Judge corrected" in out.stdout
+        flat = " ".join(out.stdout.split())
+        flat = html.unescape(flat) if fmt == "html" else re.sub(r"\\(.)", r"\1", flat) if fmt == "md" else flat
+        assert all(" ".join(line.split()) in flat for line in lines), fmt
     rows_csv = list(csv.reader(io.StringIO(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format",
                                                   "csv", "--bootstrap", "0").stdout)))
     assert any(row[0] == "prevalence_ppi" for row in rows_csv)
@@ -175,19 +205,22 @@ def test_report_with_an_audit_gives_three_estimates_in_every_format(judged, tmp_
     assert max(len(line) for line in terminal.stdout.splitlines()) <= 100
 
 
-def test_a_stratified_audit_is_weighted_by_inverse_inclusion_probability(judged):
+def test_a_stratified_audit_is_estimated_stratum_by_stratum(judged):
     path, db = judged
     invoke(path, "sample", "-s", "run:1", "-n", "40", "--tag", "strat", "--stratify", "verdict", "--mode", "FM-2.3")
     ids = _audit(db, "strat")
-    probs = {i.trajectory_id: i.inclusion_probability for i in sample_items(db, "strat")}
-    reference = _reference(db, ids, weights=np.array([1 / probs[t] for t in ids]))
+    strata = {f"t{i:03d}": "FM-2.3 present" if "FM-2.3" in _judge(i) else "FM-2.3 absent" for i in range(N)}
+    assert {i.trajectory_id: i.stratum for i in sample_items(db, "strat")} == {t: strata[t] for t in ids}
+    reference = _reference(ids, strata)
     data = orjson.loads(invoke(path, "report", "-s", "run:1", "--audit", "alice", "--format", "json",
                                "--bootstrap", "0").stdout)
     rows = {r["mode"]: r for s in data["sections"] for t in s["tables"] if t["name"] == "prevalence_ppi"
             for r in t["records"]}
     for mode, (point, lo, hi, _) in reference.items():
         assert rows[mode]["ppi"] == pytest.approx(point, abs=1e-6)
-        assert rows[mode]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
+        assert (rows[mode]["ppi_ci_low"], rows[mode]["ppi_ci_high"]) == pytest.approx((lo, hi), abs=1e-6)
+    # The judge misses FM-2.3 on every 10th trajectory: the audit of its "absent" stratum raises it.
+    assert rows["FM-2.3"]["ppi"] > rows["FM-2.3"]["judge"]
 
 
 def test_an_audit_of_some_modes_pairs_each_mode_with_its_own_judge_column(judged):
@@ -204,11 +237,11 @@ def test_an_audit_of_some_modes_pairs_each_mode_with_its_own_judge_column(judged
                                "--bootstrap", "0").stdout)
     rows = {r["mode"]: r for s in data["sections"] for t in s["tables"] if t["name"] == "prevalence_ppi"
             for r in t["records"]}
-    point, lo, hi, human = _reference(db, ids)["FM-2.3"]
+    point, lo, hi, human = _reference(ids)["FM-2.3"]
     assert set(rows) == {"FM-2.3"}
     assert rows["FM-2.3"]["ppi"] == pytest.approx(point, abs=1e-6)
     assert rows["FM-2.3"]["human"] == pytest.approx(human, abs=1e-6)
-    assert rows["FM-2.3"]["ppi_ci_high"] == pytest.approx(min(hi, 1.0), abs=1e-6)
+    assert (rows["FM-2.3"]["ppi_ci_low"], rows["FM-2.3"]["ppi_ci_high"]) == pytest.approx((lo, hi), abs=1e-6)
 
 
 def test_audit_errors_are_one_line(judged):
@@ -270,6 +303,8 @@ def test_agreement_with_a_run_reports_automation_bias(judged):
         for offered in carol.suggestions().values():
             carol.decide(offered[0], "accepted")
         carol.mark_done()
+    alone = AnnotationSession(db, "t041", "carol", TAX, blind=True)  # carol's only blind review
+    alone.mark_done()
     r = invoke(path, "agreement", "-s", "run:1,bob,carol", "--reference", "run:1", "--format", "json",
                "--bootstrap", "200", "--seed", "1")
     assert r.exit_code == 0, r.output
@@ -281,9 +316,37 @@ def test_agreement_with_a_run_reports_automation_bias(judged):
     wrong = sum(len(_truth(i) ^ _judge(i)) for i in range(1, 40, 2))
     assert bob["agreement_blind"] == pytest.approx(1 - wrong / (20 * len(MODES)), abs=1e-6)
     assert bob["diff_pp_sighted_minus_blind"] > 0 and bob["diff_ci_low_pp"] <= bob["diff_pp_sighted_minus_blind"]
-    assert bias["carol"]["reviews_blind"] == 0 and bias["carol"]["diff_pp_sighted_minus_blind"] is None
+    # One blind review: every replicate redraws it, so its interval is undefined, not a certainty.
+    carol = bias["carol"]
+    assert (carol["reviews_blind"], carol["reviews_sighted"]) == (1, 40)
+    assert carol["diff_pp_sighted_minus_blind"] is not None
+    assert carol["diff_ci_low_pp"] is None and carol["diff_ci_high_pp"] is None
     taken = {row["person"]: row for row in tables["suggestions_taken"]["records"]}
     offered = sum(len(_judge(i)) for i in range(0, 40))
     assert taken["carol"]["suggestions_seen"] == offered
     assert taken["carol"]["share_accepted_unchanged"] == 1.0
     assert taken["bob"]["suggestions_seen"] == sum(len(_judge(i)) for i in range(0, 40, 2))
+
+
+def test_the_corrected_gap_is_named_only_when_supported():
+    """The report's rule on the judge-corrected gap: BH q < 0.05 and 10 audited in each group."""
+    from annotator.report.audit_findings import predictor
+    from annotator.report.frame import Frame
+
+    frame = Frame.__new__(Frame)
+    frame.taxonomy = TAX
+
+    def gaps(q: float, failed: int, succeeded: int) -> list[dict]:
+        big = {"mode": "FM-3.2", "n_audit_failed": failed, "n_audit_succeeded": succeeded, "ppi_gap_pp": 21.0,
+               "ppi_gap_ci_low_pp": 9.5, "ppi_gap_ci_high_pp": 31.0, "ppi_gap_bh_q": q}
+        return [big, {**big, "mode": "FM-1.1", "ppi_gap_pp": 4.0, "ppi_gap_bh_q": 0.5}]
+
+    named = predictor(frame, gaps(0.001, 40, 12))
+    assert named.data["mode"] == "FM-3.2" and named.text.startswith(
+        "strongest predictor of failure, judge corrected (audited): FM-3.2 ")
+    assert "gap +21.0 pp (95% CI [+9.5, +31.0]), BH q = 0.001; 40 failed, 12 succeeded" in named.text
+    for q, failed, succeeded in ((0.2, 40, 12), (0.001, 40, 9)):
+        none = predictor(frame, gaps(q, failed, succeeded))
+        assert none.data["mode"] is None and none.data["candidate"]["mode"] == "FM-3.2"
+        assert none.text == ("no mode separates failed from successful runs once the judge is corrected, at this"
+                             f" audit size ({failed} failed, {succeeded} succeeded audited)")

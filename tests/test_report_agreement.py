@@ -247,3 +247,21 @@ def test_which_sources_are_human(mad_db):
                               provenance="imported", extra={"source": "mad"})])
     names = ("alice", "judge", "mad-llm", "mad-human-2", "consensus")
     assert [resolve(mad_db, s).human for s in names] == [True, False, False, True, True]
+
+
+def test_intervals_over_one_trajectory_are_undefined_not_certain(db):
+    """Every bootstrap replicate of one trajectory redraws it: each interval would be a point."""
+    add_trajectory(db, "only", steps=8)
+    label_all(db, "only", "alice", {"FM-1.1": 2, "FM-2.3": 5})
+    label_all(db, "only", "bob", {"FM-1.1": 2, "FM-3.1": 4})
+    label_all(db, "only", "carol", {"FM-1.1": 3, "FM-2.3": 5})
+    doc = build_agreement(db, ["alice", "bob", "carol"], TAX, reference="alice", replicates=200, seed=0)
+    assert doc.header["counts"]["trajectories_counted"] == 1
+    bounds = {(t.name, c): r[c] for s in doc.sections for t in s.tables for r in t.records for c in t.columns
+              if c.endswith(("_ci_low", "_ci_high")) or c in ("ci_low", "ci_high")}
+    assert {name for name, _ in bounds} >= {"agreement", "pairs", "reference", "onset_curve"}
+    assert all(v is None for v in bounds.values()), {k: v for k, v in bounds.items() if v is not None}
+    curve = doc.table("onset_curve").records
+    assert curve[0]["share"] is not None  # the point is given, only its interval is withheld
+    headers, rows = display(doc.table("onset_curve"))
+    assert [row[headers.index("95% CI")] for row in rows] == ["-"] * len(rows)  # shown as not defined

@@ -2,7 +2,11 @@
 
 Each table is rendered the way the terminal renderer prints it; rich's own column widths are
 checked against every cell: a number or a short key must fit on one line; free text (titles,
-mode lists) gets at least its cap and may end in an ellipsis beyond it (JSON and CSV hold it all).
+mode lists) gets at least its cap and wraps beyond it. Then every column of the printed table is
+read back (its character span on every line below the header rule) and must hold the full text
+of all its cells, line breaks and padding aside: an ellipsis, a cropped number or a lost piece
+of a wrapped title fails. Titles and system names carry hostile text (markup, an escape
+sequence, a URL longer than any column), which must come out as the inert characters it is.
 """
 
 from __future__ import annotations
@@ -25,14 +29,46 @@ TAX = load_taxonomy()
 WIDTH = 100
 
 
+#: Trajectory titles and a system name written by a model: markup, an escape, words longer than a column.
+HOSTILE_TITLES = [
+    "[bold red]FAILED[/bold red] deploy of the payment service after three retries and a rollback",
+    "\x1b[31mred\x1b[0m \x1b]8;;https://evil.example/\x1b\\link\x1b]8;;\x1b\\ and [link=https://x.y]click[/link]",
+    "see https://example.com/a/very/long/path/that/never/breaks/" + "x" * 60 + "?q=1&r=2 for the log",
+    "Supercalifragilisticexpialidocious" * 3,
+]
+HOSTILE_SYSTEM = "[blink]sys[/blink]\x1b[2J"
+
+
 @pytest.fixture
 def labelled(sample_db):
+    ids = trajectory_ids(sample_db)
+    for tid, title in zip(ids, HOSTILE_TITLES, strict=False):
+        sample_db.execute("UPDATE trajectories SET title = ? WHERE id = ?", [title, tid])
+    sample_db.execute("UPDATE trajectories SET system = ? WHERE id = ?", [HOSTILE_SYSTEM, ids[-1]])
+    sample_db.conn.commit()
     rng = np.random.default_rng(3)
     for tid in trajectory_ids(sample_db):
         for person in ("alice", "bob", "carol"):
             modes = rng.choice(TAX.mode_ids, size=int(rng.integers(0, 5)), replace=False)
             label_all(sample_db, tid, person, {str(m): int(rng.integers(0, 12)) for m in modes})
     return sample_db
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def _printed_columns(rt, widths: list[int]) -> list[str]:
+    """What each column of the printed table holds below its header rule, whitespace removed."""
+    out = io.StringIO()
+    Console(width=WIDTH, file=out, color_system=None, markup=False).print(rt)
+    lines = out.getvalue().splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.strip() and set(line.strip()) <= set("─━ "))
+    spans, x = [], 1  # one edge character, then each column and one separator
+    for w in widths:
+        spans.append((x, x + w))
+        x += w + 1
+    return [_squeezed("".join(line[a:b] for line in lines[rule + 1:])) for a, b in spans]
 
 
 def _check(doc) -> None:
@@ -42,6 +78,9 @@ def _check(doc) -> None:
             headers, rows = display(table)
             for rt in rich_tables(table, WIDTH):
                 widths = rt._calculate_column_widths(console, console.options)
+                for column, printed in zip(rt.columns, _printed_columns(rt, widths), strict=True):
+                    full = _squeezed("".join(c.plain for c in column.cells))
+                    assert printed == full, (table.name, str(column.header), full, printed)
                 assert sum(widths) + len(widths) + 1 <= WIDTH, table.name
                 last = len(rt.columns) - 1
                 for j, (column, width) in enumerate(zip(rt.columns, widths, strict=True)):
@@ -55,12 +94,15 @@ def _check(doc) -> None:
     render(doc, console)
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= WIDTH
+    assert "…" not in text and "\x1b" not in text.replace("\\x1b", "")
 
 
 def test_every_table_of_a_full_report_fits_100_columns(labelled):
     doc = build_report(labelled, "alice", TAX, replicates=100)
     names = {t.name for s in doc.sections for t in s.tables}
     assert {"two_by_two", "compare_system", "onsets", "attributions", "cooccurrence", "logit"} <= names
+    shown = doc.table("trajectories").records  # the hostile titles and system are cells of this table
+    assert set(HOSTILE_TITLES) <= {r["title"] for r in shown} and HOSTILE_SYSTEM in {r["system"] for r in shown}
     _check(doc)
 
 

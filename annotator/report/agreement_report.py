@@ -45,11 +45,22 @@ def _positives(frame: Frame, names: list[str]) -> np.ndarray:
     return np.append(per_mode, per_mode.sum())
 
 
-def _ci(reps: np.ndarray | None, col: int) -> tuple:
+def _ci(reps: np.ndarray | None, col: int, clusters: np.ndarray | int) -> tuple:
+    """The percentile interval of column ``col``; undefined where fewer than
+    :data:`annotator.report.bootstrap.MIN_RESAMPLED` trajectories (``clusters``, per column or
+    one count) are behind it: every replicate would redraw the same one, a point that is not certainty."""
     if reps is None:
         return None, None
     lo, hi, _ = bootstrap.interval(reps[:, col:col + 1])
+    n = np.broadcast_to(np.asarray(clusters), (reps.shape[1],))[col:col + 1]
+    lo, hi = bootstrap.withhold_degenerate(lo, hi, n)
     return num(lo[0]), num(hi[0])
+
+
+def _clusters(frame: Frame, names: list[str]) -> np.ndarray:
+    """Per mode (and pooled): the trajectories every one of ``names`` decided, which the bootstrap resamples."""
+    both = np.logical_and.reduce([frame.labels[s].known for s in names])
+    return np.append(both.sum(axis=0), both.any(axis=1).sum())
 
 
 def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
@@ -73,13 +84,14 @@ def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, reps: 
         point = ag.agreement_from_counts(*counts)
         pair_reps = reps.get((s1, s2))
         positives = _positives(frame, [s1, s2])
+        clusters = _clusters(frame, [s1, s2])
         for j, label in enumerate(_labels(frame)):
             a, b, c, d = (float(x[j]) for x in counts)
             kappa = ag.cohen(a, b, c, d)
             prevalence = (2 * a + b + c) / (2 * (a + b + c + d)) if a + b + c + d else np.nan
             estimable = bool(positives[j] >= ag.MIN_POSITIVES)
-            lo, hi = _ci(pair_reps["kappa"], j) if pair_reps and estimable else (None, None)
-            ac1_lo, ac1_hi = _ci(pair_reps["ac1"], j) if pair_reps else (None, None)
+            lo, hi = _ci(pair_reps["kappa"], j, clusters) if pair_reps and estimable else (None, None)
+            ac1_lo, ac1_hi = _ci(pair_reps["ac1"], j, clusters) if pair_reps else (None, None)
             out.append({
                 "pair": f"{s1} ~ {s2}", "mode": label, "n": int(point["n"][j]), "positives": int(positives[j]),
                 "prevalence": num(prevalence), "p_o": num(point["po"][j]), "pa": num(point["pa"][j]),
@@ -113,6 +125,7 @@ def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[di
         a_reps = ag.alpha_from_terms(replicated["alpha"], k)
         g_reps = ag.ac1_from_terms(replicated["fleiss"], k, m)
     full = raters.complete()
+    clusters = _clusters(frame, names)
     out = []
     for j, label in enumerate(_labels(frame)):
         rows = [p for p in pairs if p["mode"] == label]
@@ -131,7 +144,7 @@ def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[di
         p_bar = p_sum / unit_full if unit_full else np.nan
         kappas = [p["kappa"] for p in rows if p["kappa"] is not None]
         if m >= 3:
-            ac1 = (num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), *_ci(g_reps, j))
+            ac1 = (num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), *_ci(g_reps, j, clusters))
         else:
             ac1 = (rows[0]["ac1"], rows[0]["ac1_ci_low"], rows[0]["ac1_ci_high"])
         rec = {
@@ -144,8 +157,8 @@ def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[di
             "alpha": None, "alpha_ci_low": None, "alpha_ci_high": None, "estimable": estimable,
         }
         if m >= 3 and estimable:
-            flo, fhi = _ci(f_reps, j)
-            alo, ahi = _ci(a_reps, j)
+            flo, fhi = _ci(f_reps, j, clusters)
+            alo, ahi = _ci(a_reps, j, clusters)
             rec.update({"fleiss_kappa": num(ag.fleiss(unit_ones, m)), "fleiss_ci_low": flo, "fleiss_ci_high": fhi,
                         "alpha": num(ag.alpha(values)), "alpha_ci_low": alo, "alpha_ci_high": ahi})
         out.append(rec)
@@ -178,10 +191,11 @@ def human_ceiling(frame: Frame, humans: list[str], pairs: list[tuple[str, str]],
     point = np.mean([ag.kappa_from_counts(*ag.split_counts(totals[("pair", *p)], k)) for p in human_pairs], axis=0)
     mean_reps = np.mean([reps[p]["kappa"] for p in human_pairs], axis=0) if reps else None
     positives = _positives(frame, humans)
+    clusters = _clusters(frame, humans)
     out = []
     for j in range(len(labels)):
         estimable = bool(positives[j] >= ag.MIN_POSITIVES)
-        lo, hi = _ci(mean_reps, j) if estimable else (None, None)
+        lo, hi = _ci(mean_reps, j, clusters) if estimable else (None, None)
         out.append({"human_kappa": num(point[j]) if estimable else None, "human_kappa_ci_low": lo,
                     "human_kappa_ci_high": hi, "human_estimable": estimable, "human_kappa_na": None})
     note = (f"human kappa (the human ceiling): mean Cohen's κ over the {len(human_pairs)} pairs of human sources"
@@ -206,11 +220,12 @@ def reference_table(frame: Frame, reference: str, others: list[str], pairs: list
         ref_reps = reps.get((reference, s))
         at = pairs.index((reference, s)) * per_pair
         counts = ag.split_counts(totals[("pair", reference, s)], k)
+        clusters = _clusters(frame, [reference, s])
         for j, label in enumerate(_labels(frame)):
             pair = pair_recs[at + j]
             a, b, c, d = (float(x[j]) for x in counts)
             precision, recall, f1 = ag.reference_scores(a, b, c, d)
-            flo, fhi = _ci(ref_reps["pa"], j) if ref_reps else (None, None)  # F1 is PA
+            flo, fhi = _ci(ref_reps["pa"], j, clusters) if ref_reps else (None, None)  # F1 is PA
             out.append({
                 "source": s, "mode": label, "n": pair["n"], "support": int(a + b), "predicted": int(a + c),
                 "kappa": pair["kappa"], "kappa_ci_low": pair["kappa_ci_low"],
@@ -241,11 +256,12 @@ def onset_cells(diff: np.ndarray) -> list[np.ndarray]:
 
 
 def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_totals: dict, tolerance: int,
-                 replicated: dict) -> tuple[list[dict], list[dict]]:
+                 replicated: dict, onset_clusters: dict) -> tuple[list[dict], list[dict]]:
     """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k.
 
     ``cells`` holds each pair's :func:`onset_cells`, ``onset_totals`` the column sums of its
-    :func:`onset_terms` (cells with both onsets, then those within each tolerance).
+    :func:`onset_terms` (cells with both onsets, then those within each tolerance), and
+    ``onset_clusters`` the trajectories those cells come from.
     """
     per_mode, curve = [], []
     for s1, s2 in pairs:
@@ -264,8 +280,7 @@ def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_
         for i, t in enumerate(ONSET_TOLERANCES):
             lo = hi = None
             if reps is not None:
-                lo_a, hi_a, _ = bootstrap.interval(bootstrap.ratio(reps[:, i + 1], reps[:, 0])[:, None])
-                lo, hi = num(lo_a[0]), num(hi_a[0])
+                lo, hi = _ci(bootstrap.ratio(reps[:, i + 1], reps[:, 0])[:, None], 0, onset_clusters[(s1, s2)])
             curve.append({"pair": f"{s1} ~ {s2}", "within_steps": t, "cells": int(total),
                           "share": num(sums[i + 1] / total) if total else None, "ci_low": lo, "ci_high": hi})
     return per_mode, curve
@@ -290,7 +305,7 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
-    totals, cells, onset_totals = {}, {}, {}
+    totals, cells, onset_totals, onset_clusters = {}, {}, {}, {}
     for s1, s2 in pairs:
         terms = pair_terms(frame, s1, s2)
         totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
@@ -299,6 +314,7 @@ def build_agreement(
         cells[(s1, s2)] = onset_cells(diff)
         onsets = onset_terms(diff)
         onset_totals[(s1, s2)] = onsets.sum(axis=0)
+        onset_clusters[(s1, s2)] = int((onsets[:, 0] > 0).sum())
         plan.add(("onset", s1, s2), onsets)
     if len(sources) >= 3:
         raters = raters_of(frame, sources)
@@ -349,7 +365,8 @@ def build_agreement(
         people = [s for s in others if frame.labels[s].source.kind is SourceKind.PERSON]
         if frame.labels[reference].source.kind is SourceKind.RUN and people:
             sections.append(anchoring_section(db, reference, people, taxonomy, filters, replicates, seed))
-    per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated)
+    per_mode, curve = onset_tables(frame, pairs, cells, onset_totals, tolerance, replicated,
+                                   onset_clusters)
     sections.append(Section("Onset agreement", [
         Table("onsets", f"Onset step agreement where both marked the mode present (exact, within ±{tolerance})",
               ["pair", "mode", "both_with_onset", "exact", f"within_{tolerance}", "mean_abs_diff", "median_abs_diff"],

@@ -50,12 +50,13 @@ def _row(name: str, terms: np.ndarray, unrecorded: int, replicates: int, seed: i
     total = terms.sum(axis=0)
     blind_share, sighted_share = bootstrap.ratio(total[0:1], total[1:2])[0], bootstrap.ratio(total[2:3], total[3:4])[0]
     lo = hi = None
-    if replicates and total[1] > 0 and total[3] > 0:
+    rows = terms[:, 1] > 0, terms[:, 3] > 0
+    if replicates and min(rows[0].sum(), rows[1].sum()) >= bootstrap.MIN_RESAMPLED:
+        # With one blind (or one sighted) review, every replicate redraws it: its share would look certain.
         reps = bootstrap.sums(terms, replicates, seed)
         diff = bootstrap.ratio(reps[:, 2], reps[:, 3]) - bootstrap.ratio(reps[:, 0], reps[:, 1])
         low, high, _ = bootstrap.interval(diff[:, None] * 100)
         lo, hi = num(low[0]), num(high[0])
-    rows = terms[:, 1] > 0, terms[:, 3] > 0
     return {"person": name, "reviews_blind": int(rows[0].sum()), "reviews_sighted": int(rows[1].sum()),
             "reviews_unrecorded": unrecorded, "agreement_blind": num(blind_share),
             "agreement_sighted": num(sighted_share), "diff_pp_sighted_minus_blind": num((sighted_share - blind_share)

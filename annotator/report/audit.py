@@ -2,40 +2,45 @@
 
 Three estimates side by side for each quantity, each with its 95% interval: the judge alone
 over its N trajectories (naive: treats the judge as truth), the audited people alone over their
-n, and prediction-powered inference (:mod:`annotator.report.ppi`: the judge on all N corrected
-by the people-minus-judge difference on the n). Quantities: each mode's prevalence, overall
-and per group; the failed-minus-successful prevalence gap (PPI on the failed and on the
-successful trajectories, which are disjoint, so the variances add); the mean number of modes
-per failed trajectory. ``n_effective`` is how many audited trajectories the people-only
-estimate would need for PPI's precision.
+n, and the judge corrected by the audit. Quantities: each mode's prevalence, overall and per
+group, and the failed-minus-successful prevalence gap (:mod:`annotator.report.stratified`:
+stratified PPI with the judge's verdict as the stratum, intervals that hold with few positives;
+the gap's failed and successful parts are disjoint, so MOVER combines them); the mean number of
+modes per failed trajectory (:mod:`annotator.report.ppi`: PPI++). ``n_effective`` is how many
+audited trajectories the people-only estimate would need for the corrected one's precision.
 
-The audited trajectories are those of the sample (``mast sample``) that the people finished;
-a stratified sample is weighted by 1/π per stratum, π = audited / stratum size, so a stratum
-the people left partly undone is weighted by what they did. Without a stored sample every
-trajectory both sources finished counts, as if drawn at random, and the section says so.
+The audited trajectories are those of the sample (``mast sample``) that the people finished.
+A stratified sample is estimated stratum by stratum, each weighted by its share of the
+population (the Horvitz–Thompson weights 1/π with π = audited / stratum size), so a stratum
+the people left partly undone counts what they did. Without a stored sample every trajectory
+both sources finished counts, as if drawn at random, and the section says so.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq
 from sqlite_utils import Database
+from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from annotator.errors import ReportError
-from annotator.report import ppi
+from annotator.report import audit_findings, ppi
 from annotator.report.frame import FAILED, SUCCEEDED, Frame, build
 from annotator.report.prevalence import wilson
+from annotator.report.sampling import strata_of
+from annotator.report.stratified import UNDEFINED, Share, mover, share
 from annotator.report.tables import Finding, Section, Table, num
 from annotator.store.samples import Sample, get_sample, latest_sample, sample_items
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
 
 ESTIMATE_COLUMNS = ["n_audit", "n_total", "judge", "judge_ci_low", "judge_ci_high", "human", "human_ci_low",
-                    "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "n_effective", "lambda"]
+                    "human_ci_high", "ppi", "ppi_ci_low", "ppi_ci_high", "n_effective"]
 
 
 class Audit:
-    """The judge's frame, the audited rows in it, their people's labels and weights."""
+    """The judge's frame, the audited rows in it, their people's labels and every row's stratum."""
 
     def __init__(self, frame: Frame, source: str, people: Frame, audit: str, sample: Sample | None,
                  items: dict[str, str]) -> None:
@@ -46,7 +51,8 @@ class Audit:
         pcols = [people.mode_ids.index(m) for m in self.modes]
         judge = frame.labels[source]
         self.judge_present, self.judge_known = judge.present[:, jcols], judge.known[:, jcols]
-        self.yhat_all = self.judge_present.astype(float)  # an unknown verdict predicts absent: PPI stays unbiased
+        # An unknown verdict predicts absent: the correction stays unbiased.
+        self.yhat_all = self.judge_present.astype(float)
         self.judge_counts = self.yhat_all.sum(axis=1)
         where = {t: i for i, t in enumerate(people.ids.tolist())}
         in_sample = [i for i, t in enumerate(frame.ids.tolist()) if t in where and (sample is None or t in items)]
@@ -54,15 +60,12 @@ class Audit:
         mine = np.asarray([where[t] for t in frame.ids[self.rows].tolist()], dtype=np.int64)
         person = people.labels[audit]
         self.y, self.y_known = person.present[mine][:, pcols].astype(float), person.known[mine][:, pcols]
-        self.weights: np.ndarray | None = None
+        #: Every row's stratum under the sample's design (one stratum for a simple random audit).
+        self.stratum_all = strata_of(frame, source, sample.stratify if sample else None)
         judged = set(frame.ids.tolist())
         #: Trajectories the people finished (and the judge labelled) outside the sample: not used.
         self.audited_outside = 0 if sample is None else sum(
             1 for t in people.ids.tolist() if t not in items and t in judged)
-        if sample is not None and sample.stratify:
-            strata = np.asarray([items[t] for t in frame.ids[self.rows].tolist()], dtype=object)
-            done = {h: int((strata == h).sum()) for h in sample.strata}
-            self.weights = np.asarray([sample.strata[h][0] / done[h] for h in strata.tolist()], dtype=float)
 
     @property
     def n(self) -> int:
@@ -74,84 +77,123 @@ def _count(value: float) -> int | None:
     return int(round(value)) if np.isfinite(value) else None
 
 
-def _clip(est: ppi.Estimates, low: float | None, high: float | None) -> ppi.Estimates:
-    if low is None:
-        return est
-    return ppi.Estimates(np.clip(est.value, low, high), est.se, np.clip(est.low, low, high), np.clip(est.high, low, high))
+def _effective(n: int, people: Share, corrected: Share) -> int | None:
+    """n × (people-only width / corrected width)²: the audit size people alone would need."""
+    with np.errstate(all="ignore"):
+        ratio = people.width / corrected.width if corrected.width > 0 and people.width > 0 else np.nan
+    return _count(n * ratio**2)
 
 
-def _record(n: int, big_n: int, judge: ppi.Estimates, people: ppi.Estimates, corrected: ppi.Estimates,
-            lam: np.ndarray, bounds: tuple[float | None, float | None] = (None, None)) -> dict:
-    n_effective = ppi.effective_n(n, people, corrected)[0]
-    people, corrected = _clip(people, *bounds), _clip(corrected, *bounds)
-    out = {"n_audit": n, "n_total": big_n}
+def _share(est: ppi.Estimates) -> Share:
+    return Share(float(est.value[0]), float(est.low[0]), float(est.high[0]))
+
+
+def _record(n: int, big_n: int, judge: Share, people: Share, corrected: Share) -> dict:
+    out: dict = {"n_audit": n, "n_total": big_n}
     for name, e in (("judge", judge), ("human", people), ("ppi", corrected)):
-        out[name] = num(e.value[0])
-        out[f"{name}_ci_low"] = num(e.low[0])
-        out[f"{name}_ci_high"] = num(e.high[0])
-    out["n_effective"] = _count(n_effective)
-    out["lambda"] = num(lam[0], 4)
+        out[name] = num(e.value)
+        out[f"{name}_ci_low"] = num(e.low)
+        out[f"{name}_ci_high"] = num(e.high)
+    out["n_effective"] = _effective(n, people, corrected)
     return out
 
 
 def _subset(a: Audit, mask_all: np.ndarray, column: int):
     """The audited rows inside ``mask_all`` whose people's verdict on ``column`` is known: the
-    people's values, the judge's predictions there and on every row of the mask, the weights."""
+    people's values, the judge's verdicts there, their strata; the judge's verdicts and the
+    strata of every row of the mask."""
     inside = mask_all[a.rows] & a.y_known[:, column]
     rows = a.rows[inside]
-    w = None if a.weights is None else a.weights[inside]
-    return a.y[inside, column], a.yhat_all[rows, column], a.yhat_all[mask_all, column], w
+    return (a.y[inside, column], a.yhat_all[rows, column], a.stratum_all[rows],
+            a.yhat_all[mask_all, column], a.stratum_all[mask_all])
+
+
+def _estimates(a: Audit, mask_all: np.ndarray, column: int, alpha: float = 0.05) -> tuple[int, Share, Share]:
+    """The audited count, the people-only and the judge-corrected share inside ``mask_all``."""
+    y, yhat, stratum, yall, stratum_all = _subset(a, mask_all, column)
+    return (len(y), share(y, stratum, stratum_all, alpha=alpha),
+            share(y, stratum, stratum_all, yhat, yall, alpha=alpha))
+
+
+def _judge_share(a: Audit, mask_all: np.ndarray, column: int) -> Share:
+    known = a.judge_known[mask_all, column]
+    count, nobs = (a.judge_present[mask_all, column] & known).sum(), known.sum()
+    lo, hi = wilson(np.asarray([count]), np.asarray([nobs]))
+    return Share(count / nobs if nobs else np.nan, float(lo[0]), float(hi[0]))
 
 
 def _prevalence(a: Audit, mask_all: np.ndarray, column: int) -> dict:
-    y, yhat, yall, w = _subset(a, mask_all, column)
-    known = a.judge_known[mask_all, column]
-    count = (a.judge_present[mask_all, column] & known).sum()
-    nobs = known.sum()
-    lo, hi = wilson(np.asarray([count]), np.asarray([nobs]))
-    share = np.asarray([count / nobs if nobs else np.nan])
-    judge = ppi.Estimates(share, np.zeros(1), lo, hi)
-    people = ppi.classical(y, w)
-    corrected, lam = ppi.ppi(y, yhat, yall, w)
-    return _record(len(y), int(mask_all.sum()), judge, people, corrected, lam, bounds=(0.0, 1.0))
+    n, people, corrected = _estimates(a, mask_all, column)
+    return _record(n, int(mask_all.sum()), _judge_share(a, mask_all, column), people, corrected)
+
+
+def _difference(first: Share, second: Share) -> Share:
+    if np.isnan([first.value, second.value]).any():
+        return UNDEFINED
+    return mover([(1.0, first), (-1.0, second)])
+
+
+def _outcomes(a: Audit, mask_all: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return mask_all & (a.frame.failed == FAILED), mask_all & (a.frame.failed == SUCCEEDED)
+
+
+def _gap_p_value(a: Audit, mask_all: np.ndarray, column: int, gap: Share) -> float | None:
+    """The corrected gap's two-sided p-value, by inverting its interval: the α at which the
+    (1 − α) interval's bound nearest 0 touches 0 (MOVER intervals have no closed-form test)."""
+    if not np.isfinite(gap.value) or gap.value == 0:
+        return None if not np.isfinite(gap.value) else 1.0
+    failed, succeeded = _outcomes(a, mask_all)
+
+    def bound(alpha: float) -> float:
+        d = _difference(_estimates(a, failed, column, alpha)[2], _estimates(a, succeeded, column, alpha)[2])
+        return d.low if gap.value > 0 else -d.high
+
+    lo, hi = 1e-12, 1 - 1e-9
+    if bound(lo) >= 0:
+        return lo
+    if bound(hi) <= 0:
+        return 1.0
+    return float(brentq(bound, lo, hi, xtol=1e-12))
 
 
 def _gap(a: Audit, mask_all: np.ndarray, column: int) -> dict:
-    failed, succeeded = mask_all & (a.frame.failed == FAILED), mask_all & (a.frame.failed == SUCCEEDED)
-    parts = [_subset(a, m, column) for m in (failed, succeeded)]
+    failed, succeeded = _outcomes(a, mask_all)
     counts = [(a.judge_present[m, column] & a.judge_known[m, column]).sum() for m in (failed, succeeded)]
     nobs = [a.judge_known[m, column].sum() for m in (failed, succeeded)]
+    judge = UNDEFINED
     if min(nobs) > 0:
-        diff = counts[0] / nobs[0] - counts[1] / nobs[1]
         lo, hi = confint_proportions_2indep(counts[0], nobs[0], counts[1], nobs[1], method="newcomb", compare="diff")
-    else:
-        diff = lo = hi = np.nan
-    judge = ppi.Estimates(np.asarray([diff]), np.zeros(1), np.asarray([lo]), np.asarray([hi]))
-    people = ppi.difference(*(ppi.classical(y, w) for y, _, _, w in parts))
-    fits = [ppi.ppi(y, yhat, yall, w) for y, yhat, yall, w in parts]
-    corrected = ppi.difference(fits[0][0], fits[1][0])
-    out = {"n_audit_failed": len(parts[0][0]), "n_audit_succeeded": len(parts[1][0]),
-           "n_total": int((failed | succeeded).sum())}
+        judge = Share(counts[0] / nobs[0] - counts[1] / nobs[1], lo, hi)
+    (nf, pf, cf), (ns, ps, cs) = _estimates(a, failed, column), _estimates(a, succeeded, column)
+    people, corrected = _difference(pf, ps), _difference(cf, cs)
+    out: dict = {"n_audit_failed": nf, "n_audit_succeeded": ns, "n_total": int((failed | succeeded).sum())}
     for name, e in (("judge", judge), ("human", people), ("ppi", corrected)):
-        out[f"{name}_gap_pp"] = num(e.value[0] * 100)
-        out[f"{name}_gap_ci_low_pp"] = num(e.low[0] * 100)
-        out[f"{name}_gap_ci_high_pp"] = num(e.high[0] * 100)
-    out["n_effective"] = _count(ppi.effective_n(len(parts[0][0]) + len(parts[1][0]), people, corrected)[0])
+        out[f"{name}_gap_pp"] = num(e.value * 100)
+        out[f"{name}_gap_ci_low_pp"] = num(e.low * 100)
+        out[f"{name}_gap_ci_high_pp"] = num(e.high * 100)
+    out["n_effective"] = _effective(nf + ns, people, corrected)
+    out["ppi_gap_p"] = num(_gap_p_value(a, mask_all, column, corrected))
     return out
+
+
+def _with_q(records: list[dict]) -> list[dict]:
+    """Benjamini–Hochberg q of each mode's corrected-gap p-value, over the modes that have one."""
+    tested = [r for r in records if r["ppi_gap_p"] is not None]
+    q = multipletests([r["ppi_gap_p"] for r in tested], method="fdr_bh")[1] if tested else []
+    by_mode = {r["mode"]: num(v) for r, v in zip(tested, q, strict=True)}
+    return [{**r, "ppi_gap_bh_q": by_mode.get(r["mode"])} for r in records]
 
 
 def _mean_modes(a: Audit, mask_all: np.ndarray) -> dict:
     failed = mask_all & (a.frame.failed == FAILED)
-    complete = a.y_known.all(axis=1)
-    inside = failed[a.rows] & complete
+    inside = failed[a.rows] & a.y_known.all(axis=1)
     rows = a.rows[inside]
-    y = a.y[inside].sum(axis=1)
-    w = None if a.weights is None else a.weights[inside]
-    yall = a.judge_counts[failed]
-    judge = ppi.classical(yall)
-    people = ppi.classical(y, w)
-    corrected, lam = ppi.ppi(y, a.judge_counts[rows], yall, w)
-    return _record(len(y), int(failed.sum()), judge, people, corrected, lam)
+    y, yall, stratum, stratum_all = a.y[inside].sum(axis=1), a.judge_counts[failed], a.stratum_all[rows], \
+        a.stratum_all[failed]
+    judge = _share(ppi.classical(yall))
+    people = _share(ppi.stratified(y, a.judge_counts[rows], yall, stratum, stratum_all, lam=0.0))
+    corrected = _share(ppi.stratified(y, a.judge_counts[rows], yall, stratum, stratum_all))
+    return _record(len(y), int(failed.sum()), judge, people, corrected)
 
 
 def _design(a: Audit, audit: str) -> list[str]:
@@ -159,7 +201,8 @@ def _design(a: Audit, audit: str) -> list[str]:
     if s is None:
         return [f"No audit sample is stored for this source: the {a.n} trajectories {audit} finished are used as"
                 " if drawn at random, which holds only if they were (draw one with `mast sample`)."]
-    design = f"stratified by {s.stratify}, weighted by 1/inclusion probability" if s.stratify else "simple random"
+    design = (f"stratified by {s.stratify}: each stratum estimated from its audited trajectories, weighted by its"
+              " share of the population" if s.stratify else "simple random")
     notes = [f"Audit sample {s.tag!r} ({design}, seed {s.seed}): {s.size} of {s.population} trajectories drawn from"
              f" {s.source}; {a.n} of them finished by {audit}."]
     if a.audited_outside:
@@ -169,51 +212,15 @@ def _design(a: Audit, audit: str) -> list[str]:
 
 NOTES = [
     "judge: the judge alone over all its trajectories (Wilson interval; gap: Newcombe), as if it were"
-    " truth. human: the audited people alone (CLT interval, weighted when stratified). ppi:"
-    " prediction-powered inference (Angelopoulos et al., Science 2023), the judge on all N corrected by"
-    " the people on the n audited; lambda is its PPI++ power tuning (1 = plain PPI, used below 10"
-    " audited positives).",
-    "n_effective: how many audited trajectories people alone would need for PPI's precision."
-    " An interval is empty where the audited values do not vary (no positive seen); with fewer than 10"
-    " audited positives every interval of that mode is rough. Prevalences and their bounds are clipped"
-    " to [0, 1] (the correction can push a rare mode's raw estimate below 0).",
+    " truth. human: the audited people alone. ppi: the judge on all N corrected by the people on the n"
+    " audited (prediction-powered inference, Angelopoulos et al., Science 2023): for a prevalence,"
+    " stratified PPI with the judge's verdict as the stratum (Fisch et al. 2024), never less precise than"
+    " people alone; for mean modes, PPI++ power tuning (Angelopoulos, Duchi and Zrnic 2023).",
+    "Prevalence and gap intervals: Agresti-Coull per stratum, combined by MOVER (Zou and Donner 2008), so"
+    " they hold with few audited positives; mean-mode intervals: normal. n_effective: how many audited"
+    " trajectories people alone would need for the corrected estimate's precision. ppi_gap_p: the"
+    " corrected gap's p-value (its interval inverted), ppi_gap_bh_q: Benjamini-Hochberg over the modes.",
 ]
-
-
-#: Corrected modes a finding names (those the judge is furthest off, outside PPI's interval).
-TOP_CORRECTIONS = 3
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def findings(audit: str, n: int, big_n: int, prevalence: list[dict], mean_failed: dict) -> list[Finding]:
-    """The key findings the audit adds: the modes whose judge-alone prevalence lies furthest
-    outside PPI's interval, and the corrected mean number of modes per failed trajectory."""
-    off = [r for r in prevalence if r["ppi_ci_low"] is not None and r["judge"] is not None
-           and not r["ppi_ci_low"] <= r["judge"] <= r["ppi_ci_high"]]
-    off.sort(key=lambda r: -abs(r["judge"] - r["ppi"]))
-    where = f"{audit}'s audit of {n:,} of {big_n:,} trajectories (PPI)"
-    if off:
-        shown = "; ".join(f"{r['mode']} judge {_pct(r['judge'])}, corrected {_pct(r['ppi'])}"
-                          f" [{_pct(r['ppi_ci_low'])}, {_pct(r['ppi_ci_high'])}]" for r in off[:TOP_CORRECTIONS])
-        more = f"; {len(off) - TOP_CORRECTIONS} more in the tables" if len(off) > TOP_CORRECTIONS else ""
-        text = f"judge corrected by {where}: {shown}{more}"
-    else:
-        text = f"{where}: the judge's prevalence lies within the corrected interval for every mode"
-    data = {"audit": audit, "n_audit": n, "n_total": big_n,
-            "outside": [{k: r[k] for k in ("mode", "judge", "ppi", "ppi_ci_low", "ppi_ci_high")} for r in off]}
-    out = [Finding("judge_corrected", text, data)]
-    m = mean_failed
-    if m["ppi"] is not None:
-        ci = (f"[{m['ppi_ci_low']:.2f}, {m['ppi_ci_high']:.2f}]" if m["ppi_ci_low"] is not None
-              else "interval undefined")
-        out.append(Finding("mean_modes_failed_corrected",
-                           f"mean modes per failed trajectory, corrected: {m['ppi']:.2f} {ci} (judge alone"
-                           f" {m['judge']:.2f}; {m['n_audit']} audited of {m['n_total']:,} failed)",
-                           {k: m[k] for k in ("n_audit", "n_total", "judge", "ppi", "ppi_ci_low", "ppi_ci_high")}))
-    return out
 
 
 def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, filters: TrajectoryFilter | None,
@@ -244,9 +251,10 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                             [column, "mode", *ESTIMATE_COLUMNS], records))
     gap_columns = ["mode", "n_audit_failed", "n_audit_succeeded", "n_total",
                    *(f"{e}_gap{part}_pp" for e in ("judge", "human", "ppi") for part in ("", "_ci_low", "_ci_high")),
-                   "n_effective"]
+                   "n_effective", "ppi_gap_p", "ppi_gap_bh_q"]
+    gaps = _with_q([{"mode": m, **_gap(a, everything, j)} for j, m in enumerate(modes)])
     tables.append(Table("gap_ppi", "Failed minus successful prevalence in percentage points (judge, people, PPI)",
-                        gap_columns, [{"mode": m, **_gap(a, everything, j)} for j, m in enumerate(modes)]))
+                        gap_columns, gaps))
     mean_rows = [{"group": "all", **_mean_modes(a, everything)}]
     for column in by:
         for g in sorted(set(frame.groups[column].tolist())):
@@ -257,5 +265,5 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
     head = {"audit": audit, "audited": a.n, "sample": None if s is None else {
         "tag": s.tag, "stratify": s.stratify, "seed": s.seed, "size": s.size, "population": s.population,
         "strata": {h: {"trajectories": p, "drawn": d} for h, (p, d) in s.strata.items()}}}
-    key = findings(audit, a.n, frame.n, tables[0].records, mean_rows[0])
+    key = audit_findings.findings(frame, audit, a.n, tables[0].records, gaps, mean_rows[0])
     return Section("Judge corrected by the audit (prediction-powered inference)", tables, NOTES), head, key

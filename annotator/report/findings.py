@@ -146,19 +146,29 @@ def strongest_predictor(frame: Frame, gaps: list[dict], tests: list[dict]) -> tu
     q_of = {r["mode"]: r["bh_q"] for r in tests}
     f, s = int((frame.failed == FAILED).sum()), int((frame.failed == SUCCEEDED).sum())
     top = gaps[0] if gaps and gaps[0]["gap_pp"] is not None and gaps[0]["gap_pp"] > 0 else None
-    data: dict[str, Any] = {"failed": f, "succeeded": s, "alpha": ALPHA, "min_group": MIN_GROUP, "mode": None}
-    if top is not None:
-        q = q_of.get(top["mode"])
-        data["candidate"] = {"mode": top["mode"], "gap_pp": top["gap_pp"], "gap_ci_low_pp": top["gap_ci_low_pp"],
-                             "gap_ci_high_pp": top["gap_ci_high_pp"], "bh_q": q,
-                             "failed_n": top["failed_n"], "succeeded_n": top["succeeded_n"]}
-        if q is not None and q < ALPHA and min(top["failed_n"], top["succeeded_n"]) >= MIN_GROUP:
-            data["mode"] = top["mode"]
-            name = frame.taxonomy.mode(top["mode"]).name
-            ci = (f"95% CI [{top['gap_ci_low_pp']:+.1f}, {top['gap_ci_high_pp']:+.1f}]"
-                  if top["gap_ci_low_pp"] is not None else "interval undefined")
-            text = (f"strongest predictor of failure: {top['mode']} {name}, gap {top['gap_pp']:+.1f} pp ({ci}),"
-                    f" BH q = {q:.2g}; {top['failed_n']} failed, {top['succeeded_n']} succeeded")
-            return Finding("strongest_predictor", text, data), top["mode"]
-    text = f"no mode separates failed from successful runs at this sample size ({f} failed, {s} succeeded)"
-    return Finding("strongest_predictor", text, data), None
+    candidate = None if top is None else {
+        "mode": top["mode"], "gap_pp": top["gap_pp"], "gap_ci_low_pp": top["gap_ci_low_pp"],
+        "gap_ci_high_pp": top["gap_ci_high_pp"], "bh_q": q_of.get(top["mode"]),
+        "failed_n": top["failed_n"], "succeeded_n": top["succeeded_n"]}
+    return supported_predictor(frame, "strongest_predictor", "strongest predictor of failure", candidate,
+                               f"at this sample size ({f} failed, {s} succeeded)", {"failed": f, "succeeded": s})
+
+
+def supported_predictor(frame: Frame, key: str, label: str, candidate: dict | None, sample_size: str,
+                        data: dict[str, Any]) -> tuple[Finding, str | None]:
+    """The finding that names ``candidate`` (the mode of the largest positive gap: ``mode``, ``gap_pp``
+    and its interval, ``bh_q``, ``failed_n``, ``succeeded_n``) as ``label`` when its q is below
+    :data:`ALPHA` and both groups hold :data:`MIN_GROUP`, else says that no mode separates the
+    groups ``sample_size``; and the named mode or None."""
+    data = {**data, "alpha": ALPHA, "min_group": MIN_GROUP, "mode": None}
+    if candidate is not None:
+        data["candidate"] = candidate
+        q = candidate["bh_q"]
+        if q is not None and q < ALPHA and min(candidate["failed_n"], candidate["succeeded_n"]) >= MIN_GROUP:
+            data["mode"] = mode = candidate["mode"]
+            ci = (f"95% CI [{candidate['gap_ci_low_pp']:+.1f}, {candidate['gap_ci_high_pp']:+.1f}]"
+                  if candidate["gap_ci_low_pp"] is not None else "interval undefined")
+            text = (f"{label}: {mode} {frame.taxonomy.mode(mode).name}, gap {candidate['gap_pp']:+.1f} pp ({ci}),"
+                    f" BH q = {q:.2g}; {candidate['failed_n']} failed, {candidate['succeeded_n']} succeeded")
+            return Finding(key, text, data), mode
+    return Finding(key, f"no mode separates failed from successful runs {sample_size}", data), None

@@ -1,10 +1,12 @@
 """Terminal rendering: rich tables that stay readable at 100 columns.
 
 A table wider than the console is split into several narrower ones that each repeat the
-key columns (mode, group, pair), instead of being cropped. Every cell is a rich ``Text``
-built from plain strings (trajectory titles and system names are written by the data, so they
-are never parsed as markup) and control characters are made visible with
-:func:`annotator.text.inert`.
+key columns (mode, group, pair), instead of being cropped; free text longer than its column
+(titles, mode lists) wraps inside its cell, and nothing ends in an ellipsis. Every cell is a rich
+``Text`` built from a plain string after :func:`annotator.text.inert` has made its control
+characters visible (trajectory titles and system names are written by the data), so it is never
+parsed as markup and wrapping it cannot create or part an escape sequence: a line break inside
+``[bold red]`` or ``\x1b[31m`` splits plain characters.
 """
 
 from __future__ import annotations
@@ -106,8 +108,8 @@ def rich_tables(table: Table, width: int) -> list[RichTable]:
         rt = RichTable(title=Text(inert(caption), style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
                        pad_edge=False, padding=(0, 1), header_style="bold")
         for i, w in _widths(headers, rows, cols, width).items():
-            if headers[i] in TEXT_COLUMNS:  # free text beyond its cap ends in an ellipsis (json/csv have it all)
-                rt.add_column(Text(heading(headers[i])), overflow="ellipsis", no_wrap=True, width=w)
+            if headers[i] in TEXT_COLUMNS:  # free text beyond its cap wraps, a word too long for it folds
+                rt.add_column(Text(heading(headers[i])), overflow="fold", width=w)
             else:  # numbers never wrap or crop; their header wraps between words
                 rt.add_column(Text(heading(headers[i])), justify="right", overflow="fold", width=w)
         for row in rows:

@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.models import utcnow
-from annotator.report.frame import OUTCOME_NAMES, build
+from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.store.samples import Sample, SampleItem, save_sample
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
@@ -50,6 +50,22 @@ def _rarest_flagged(present: np.ndarray, known: np.ndarray, mode_ids: tuple[str,
     return mode_ids[int(flagged[np.argmin(counts[flagged])])]
 
 
+def strata_of(frame: Frame, source: str, design: str | None) -> np.ndarray:
+    """Each trajectory's stratum under a sample's design (``verdict:FM-x.y``, ``outcome``,
+    ``system`` or none): how the sample was drawn, and how a report weights it."""
+    if design and design.startswith("verdict:"):
+        mode = design.split(":", 1)[1]
+        if mode not in frame.mode_ids:
+            raise ReportError(f"the sample is stratified by {source}'s verdict on {mode}, which it does not cover here")
+        present = frame.labels[source].present[:, frame.mode_ids.index(mode)]
+        return np.where(present, f"{mode} present", f"{mode} absent").astype(str)
+    if design == "outcome":
+        return np.asarray([OUTCOME_NAMES[int(f)] for f in frame.failed], dtype=str)
+    if design == "system":
+        return frame.groups["system"].astype(str)
+    return np.full(frame.n, "all")
+
+
 def draw(
     db: Database,
     source: str,
@@ -77,23 +93,16 @@ def draw(
         mode = mode or _rarest_flagged(labels.present, labels.known, frame.mode_ids)
         if mode not in frame.mode_ids:
             raise ReportError(f"--mode {mode}: {source} gives no verdicts on it")
-        column = frame.mode_ids.index(mode)
-        strata = np.where(labels.present[:, column], f"{mode} present", f"{mode} absent").astype(object)
-    elif stratify == "outcome":
-        strata = np.asarray([OUTCOME_NAMES[int(f)] for f in frame.failed], dtype=object)
-    elif stratify == "system":
-        strata = frame.groups["system"]
-    else:
-        strata = np.full(frame.n, "all", dtype=object)
-    sizes = {str(h): int((strata == h).sum()) for h in np.unique(strata.astype(str))}
+    design = f"verdict:{mode}" if stratify == "verdict" else stratify
+    strata = strata_of(frame, source, design)
+    sizes = {str(h): int((strata == h).sum()) for h in np.unique(strata)}
     alloc = allocate(sizes, size)
     rng = np.random.default_rng(seed)
     items: list[SampleItem] = []
     for h in sorted(sizes):
-        members = frame.ids[strata.astype(str) == h]
+        members = frame.ids[strata == h]
         chosen = rng.choice(len(members), alloc[h], replace=False) if alloc[h] else np.zeros(0, dtype=int)
         items += [SampleItem(str(members[i]), h, alloc[h] / sizes[h]) for i in sorted(chosen.tolist())]
-    design = f"verdict:{mode}" if stratify == "verdict" else stratify
     sample = Sample(tag=tag, source=source, stratify=design, seed=seed, size=len(items), population=frame.n,
                     strata={h: (sizes[h], alloc[h]) for h in sorted(sizes)}, filters=frame.filters.active(),
                     created_at=utcnow())
