@@ -80,9 +80,14 @@ def database_trouble(path: object, exc: BaseException) -> str:
     return f"{path}: {trouble_reason(exc)}" if path else trouble_reason(exc)
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message as one line: its first, or the exception's name when it has none."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def trouble_reason(exc: BaseException) -> str:
     """What went wrong with the database and what to do, with SQLite's own words in brackets."""
-    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    message = first_line(exc)
     for fragment, advice in _ADVICE:
         if fragment in message.lower():
             return f"{advice} ({message})"

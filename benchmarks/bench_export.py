@@ -47,7 +47,7 @@ def _export(folder: Path) -> str:
     from annotator.taxonomy import load_taxonomy
     from annotator.views import TrajectoryFilter
 
-    db = open_db(bench_report.ensure())
+    db = open_db(bench_report.ensure("100k", 100_000))
     path = folder / "export.jsonl"
     with atomic_file(path) as fh:  # as `mast export -o` writes
         write_export(db, "jsonl", SOURCES, load_taxonomy(), fh, TrajectoryFilter(system=SYSTEM))
@@ -100,7 +100,7 @@ def child(which: str, folder: Path) -> None:
 def main(argv: list[str]) -> int:
     """``python -m benchmarks.bench_export [export|floor|import|reimport ...]`` (each needs the
     steps before it: they run in one temporary folder)."""
-    bench_report.ensure()  # generated once, cached
+    bench_report.ensure("100k", 100_000)  # generated once, cached
     steps = [s for s in STEPS if s in argv] or list(STEPS)
     steps = list(STEPS[: max(STEPS.index(s) for s in steps) + 1])
     results = {}

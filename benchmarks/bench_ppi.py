@@ -10,7 +10,9 @@ the report computes them; beside them, for comparison, the normal-approximation 
 of people alone, and PPI++ with its normal interval (``annotator.report.ppi``). Two designs: a
 simple random audit, and a stratified one that takes half of the audit from the judge's positives
 of FM-2.4 (the rarest mode, which the judge misses half of), estimated stratum by stratum; and,
-as for one group of a report, a simple random audit of 60 of 1,700.
+as for one group of a report, a simple random audit of 60 of 1,700. Then the failed-minus-
+successful gap per mode (``simulate_gap``: modes more common in failed runs), held to the same
+checks.
 
 Printed per mode and design: coverage of the true prevalence, mean interval width of the
 corrected estimate over people alone, and bias. The run fails when, in either design, the
@@ -27,7 +29,7 @@ import numpy as np
 
 from annotator.report import ppi
 from annotator.report.prevalence import wilson
-from annotator.report.stratified import share
+from annotator.report.stratified import Share, mover, share
 
 N, N_AUDIT, REPS = 5000, 200, 200
 MODES = ("FM-1.1", "FM-1.2", "FM-1.3", "FM-1.4", "FM-1.5", "FM-2.1", "FM-2.2", "FM-2.3", "FM-2.4", "FM-2.5",
@@ -105,6 +107,68 @@ def simulate(reps: int = REPS, seed: int = 7, stratified: bool = False, n: int =
                    {e: v / reps for e, v in bias.items()})
 
 
+#: The failed share of the gap design, and how much more (less) often a mode shows in a failed (successful) run.
+FAILED_SHARE, IN_FAILED, IN_SUCCEEDED = 0.6, 1.4, 0.4
+
+
+def simulate_gap(reps: int = REPS, seed: int = 11) -> Figures:
+    """``reps`` repetitions of the failed-minus-successful gap per mode (modes more common in failed
+    runs), a simple random audit of N_AUDIT of N: people alone and corrected, each side estimated on
+    its own trajectories and the two combined by MOVER, as the report does."""
+    k = len(MODES)
+    hits = {e: np.zeros(k) for e in ("people", "ppi")}
+    width = {e: np.zeros(k) for e in hits}
+    bias = {e: np.zeros(k) for e in hits}
+    for r in range(reps):
+        rng = np.random.default_rng([seed, r])
+        failed = rng.random(N) < FAILED_SHARE
+        truth = rng.random((N, k)) < PREVALENCE * np.where(failed[:, None], IN_FAILED, IN_SUCCEEDED)
+        judge = judge_labels(truth, rng).astype(float)
+        target = truth[failed].mean(axis=0) - truth[~failed].mean(axis=0)
+        audited = rng.choice(N, N_AUDIT, replace=False)
+        one = np.zeros(N, dtype=int)
+        for j in range(k):
+            sides: dict[str, list[Share]] = {"people": [], "ppi": []}
+            for group in (failed, ~failed):
+                rows = audited[group[audited]]
+                y = truth[rows, j].astype(float)
+                sides["people"].append(share(y, one[rows], one[group]))
+                sides["ppi"].append(share(y, one[rows], one[group], judge[rows, j], judge[group, j]))
+            for e, (first, second) in sides.items():
+                gap = mover([(1.0, first), (-1.0, second)])
+                hits[e][j] += gap.low <= target[j] <= gap.high
+                width[e][j] += gap.width
+                bias[e][j] += gap.value - target[j]
+    return Figures({e: h / reps for e, h in hits.items()}, {e: v / reps for e, v in width.items()},
+                   {e: v / reps for e, v in bias.items()})
+
+
+def report_gap(fig: Figures) -> list[str]:
+    """Print the gap figures; return what fails the acceptance checks."""
+    cover, ratio = fig.coverage["ppi"], fig.ratio()
+    print(f"\nfailed-minus-successful gap, simple random audit: {REPS} repetitions, N = {N}, n = {N_AUDIT}")
+    for j, mode in enumerate(MODES):
+        print(f"{mode:8} coverage people/ppi {fig.coverage['people'][j]:.3f}/{cover[j]:.3f}  width ppi/people"
+              f" {ratio[j]:.3f}  bias ppi {100 * fig.bias['ppi'][j]:+.2f} pp")
+    low, widest = int(np.argmin(cover)), int(np.argmax(ratio))
+    print(f"corrected gap: coverage mean {cover.mean():.3f}, lowest {cover[low]:.3f} ({MODES[low]}); width / people"
+          f" alone mean {ratio.mean():.3f}, highest {ratio[widest]:.3f} ({MODES[widest]})")
+    return _checks(fig, "gap")
+
+
+def _checks(fig: Figures, title: str) -> list[str]:
+    """What fails the corrected interval's checks: coverage below COVERAGE or wider than people
+    alone, on any mode."""
+    cover, ratio = fig.coverage["ppi"], fig.ratio()
+    low, widest = int(np.argmin(cover)), int(np.argmax(ratio))
+    problems = []
+    if cover[low] < COVERAGE:
+        problems.append(f"{title}: the corrected interval covers {MODES[low]} {cover[low]:.3f} < {COVERAGE}")
+    if ratio[widest] > 1:
+        problems.append(f"{title}: the corrected interval is wider than people alone on {MODES[widest]}")
+    return problems
+
+
 def report(fig: Figures, title: str, n: int = N, n_audit: int = N_AUDIT) -> list[str]:
     """Print the figures; return what fails the acceptance checks."""
     print(f"\n{title}: {REPS} repetitions, N = {n}, n = {n_audit} audited")
@@ -128,11 +192,7 @@ def report(fig: Figures, title: str, n: int = N, n_audit: int = N_AUDIT) -> list
     print(f"largest judge bias {100 * fig.bias['judge'][worst]:+.1f} pp ({MODES[worst]}),"
           f" largest corrected bias {100 * np.abs(fig.bias['ppi']).max():.2f} pp;"
           f" width ratio range {ratio.min():.3f}-{ratio.max():.3f}")
-    problems = []
-    if cover[low] < COVERAGE:
-        problems.append(f"{title}: the corrected interval covers {MODES[low]} {cover[low]:.3f} < {COVERAGE}")
-    if ratio[widest] > 1:
-        problems.append(f"{title}: the corrected interval is wider than people alone on {MODES[widest]}")
+    problems = _checks(fig, title)
     if fig.coverage["judge"].mean() > 0.5 or abs(fig.bias["judge"][worst]) < 0.05:
         problems.append(f"{title}: the naive estimate is not visibly biased")
     return problems
@@ -143,6 +203,7 @@ def main() -> int:
     problems += report(simulate(stratified=True), f"stratified audit (half from the judge's {RARE} positives)")
     # A report's groups are smaller: one system's share of the run and of its audit.
     problems += report(simulate(n=1700, n_audit=60), "simple random audit of one group", 1700, 60)
+    problems += report_gap(simulate_gap())
     for p in problems:
         print("FAILED:", p)
     return 1 if problems else 0

@@ -30,76 +30,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
 
-from annotator.labelling.judge import JudgeSettings, LLMLabeller
-from annotator.labelling.llm import JudgeClient
-from annotator.labelling.pricing import Usage, price_for
-from annotator.labelling.runner import run_labeller
-from annotator.models import LabelRun, Step, Trajectory
 from annotator.store import open_db
-from annotator.store.requests import item_counts
-from annotator.store.runs import create_run
-from annotator.store.trajectories import get_trajectory, save_trajectory
+from annotator.store.trajectories import get_trajectory
 from annotator.taxonomy import load_taxonomy
 
+from benchmarks.judge_server import API_KEY, LabelPass, judge_server, seed
+from benchmarks.judge_server import label as label_pass
+
 LATENCY = 0.2
-ROOT = Path(__file__).resolve().parents[1]
 AGENTDASH = "agentdash==0.1.0"
-API_KEY = "sk-bench-not-a-key"
 
 
-@dataclass
-class Timing:
-    """One labelling pass: wall and CPU seconds, requests sent and answered from the cache."""
-
-    wall: float
-    cpu: float
-    sent: int
-    cached: int
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    """The test server in a child process (so that it does not share this interpreter's GIL)."""
-    code = (
-        "import sys; from tests.openai_server import FakeOpenAI\n"
-        f"with FakeOpenAI(latency={latency}) as s:\n"
-        "    print(s.base_url, flush=True); sys.stdin.read()\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    return proc, proc.stdout.readline().strip()
-
-
-def seed(db, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        tid = f"bench-{i:04d}"
-        contents = [f"Task {i}: add {i} and {i + 1}.", f"I compute {i} + {i + 1}.", "LOOP: I compute it again.",
-                    f"The answer is {2 * i + 1}.", "TERMINATE"]
-        steps = [Step(index=k, agent="user" if k == 0 else "solver", content=c) for k, c in enumerate(contents)]
-        save_trajectory(db, Trajectory(id=tid, source_format="bench", task=contents[0], steps=steps,
-                                       content_hash=tid))
-        ids.append(tid)
-    return ids
-
-
-async def label(db, base_url: str, ids: list[str], model: str, concurrency: int) -> Timing:
-    tax = load_taxonomy()
-    client = JudgeClient(base_url=base_url, api_key=API_KEY, timeout=30, max_attempts=3, concurrency=concurrency)
-    usage = Usage()
-    labeller = LLMLabeller(db, client, JudgeSettings(models=[model], base_url=base_url), tax,
-                           prices={model: price_for(model)}, usage=usage, endpoint_host="127.0.0.1")
-    run = create_run(db, LabelRun(kind="llm", model=model))
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    run = await run_labeller(db, labeller, tax, run, ids, concurrency=concurrency, usage=usage)
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    await client.close()
-    counts = item_counts(db, run.id)
-    if counts["done"] != len(ids):
-        raise SystemExit(f"run labelled {counts['done']} of {len(ids)}: {counts}")
-    return Timing(wall, cpu, labeller.sent, labeller.cached)
+def label(db, base_url: str, ids: list[str], model: str, concurrency: int) -> LabelPass:
+    t = asyncio.run(label_pass(db, load_taxonomy(), base_url, ids, model, timeout=30, max_attempts=3,
+                               concurrency=concurrency))
+    if t.items["done"] != len(ids):
+        raise SystemExit(f"run labelled {t.items['done']} of {len(ids)}: {t.items}")
+    return t
 
 
 def agentdash_run(db, base_url: str, ids: list[str]) -> tuple[float | None, str]:
@@ -129,50 +79,45 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000, help="trajectories (default 1,000)")
     n = parser.parse_args(argv).n
-    server, base_url = start_server(LATENCY)
-    bare, bare_url = start_server(0.0)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            db = open_db(Path(tmp) / "bench.db")
-            ids = seed(db, n)
-            print(f"{n:,} trajectories, one request each, server latency {LATENCY * 1000:.0f} ms (own process)")
-            print(f"{'run':<28} {'wall s':>8} {'req/s':>8} {'ideal s':>8} {'x ideal':>8} {'CPU ms/req':>11}")
-            runs: dict[int, Timing] = {}
-            for c in (64, 16, 1):
-                t = runs[c] = asyncio.run(label(db, base_url, ids, f"bench-c{c}", c))
-                ideal = n * LATENCY / c
-                print(f"{f'concurrency {c}':<28} {t.wall:>8.2f} {t.sent / t.wall:>8.1f} {ideal:>8.2f}"
-                      f" {t.wall / ideal:>8.2f} {t.cpu / t.sent * 1000:>11.2f}")
-            bare1 = asyncio.run(label(db, bare_url, ids, "bench-bare", 1))
-            print(f"{'concurrency 1, no latency':<28} {bare1.wall:>8.2f} {bare1.sent / bare1.wall:>8.1f} {'':>8}"
-                  f" {'':>8} {bare1.cpu / bare1.sent * 1000:>11.2f}")
-            cached = asyncio.run(label(db, base_url, ids, "bench-c64", 64))
-            print(f"{'fully cached re-run':<28} {cached.wall:>8.2f} {'':>8} {'':>8} {'':>8}"
-                  f" {'':>11}   ({cached.cached:,} cached, {cached.sent} sent)")
-            ad_wall, ad_note = agentdash_run(db, base_url, ids)
-            if ad_wall is not None:
-                print(f"{'agentdash ' + AGENTDASH.split('==')[1]:<28} {ad_wall:>8.2f} {n / ad_wall:>8.1f}"
-                      f" {n * LATENCY:>8.2f} {ad_wall / (n * LATENCY):>8.2f}   ({ad_note})")
-            db.close()
-        c1, c64 = runs[1], runs[64]
-        overhead_wall = (c1.wall / c1.sent - LATENCY) * 1000
-        ideal64 = n * LATENCY / 64
-        print()
-        print(f"concurrency 64 vs ideal {ideal64:.2f} s: {c64.wall / ideal64:.2f}x   target <= 1.5x")
-        print(f"runner overhead per request: {c64.cpu / c64.sent * 1000:.2f} ms CPU at concurrency 64;"
-              f" {bare1.wall / bare1.sent * 1000:.2f} ms round trip with no latency;"
-              f" {overhead_wall:.2f} ms beyond the 200 ms at concurrency 1   target <= 5 ms")
-        print(f"fully cached re-run of {n:,}: {cached.wall:.2f} s   target <= 2 s")
-        if ad_wall is None:
-            print(f"agentdash: not measured: {ad_note}")
-        else:
-            print(f"speed-up over agentdash on the same {n:,}: {ad_wall / c64.wall:.1f}x at concurrency 64,"
-                  f" {ad_wall / runs[16].wall:.1f}x at the default 16, {ad_wall / c1.wall:.2f}x at 1"
-                  f"   target >= 30x")
-    finally:
-        for proc in (server, bare):
-            proc.stdin.close()
-            proc.wait(timeout=30)
+    with ExitStack() as stack:
+        base_url = stack.enter_context(judge_server(latency=LATENCY))
+        bare_url = stack.enter_context(judge_server(latency=0.0))
+        db = open_db(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "bench.db")
+        stack.callback(db.close)
+        ids = seed(db, n)
+        print(f"{n:,} trajectories, one request each, server latency {LATENCY * 1000:.0f} ms (own process)")
+        print(f"{'run':<28} {'wall s':>8} {'req/s':>8} {'ideal s':>8} {'x ideal':>8} {'CPU ms/req':>11}")
+        runs: dict[int, LabelPass] = {}
+        for c in (64, 16, 1):
+            t = runs[c] = label(db, base_url, ids, f"bench-c{c}", c)
+            ideal = n * LATENCY / c
+            print(f"{f'concurrency {c}':<28} {t.wall:>8.2f} {t.sent / t.wall:>8.1f} {ideal:>8.2f}"
+                  f" {t.wall / ideal:>8.2f} {t.cpu / t.sent * 1000:>11.2f}")
+        bare1 = label(db, bare_url, ids, "bench-bare", 1)
+        print(f"{'concurrency 1, no latency':<28} {bare1.wall:>8.2f} {bare1.sent / bare1.wall:>8.1f} {'':>8}"
+              f" {'':>8} {bare1.cpu / bare1.sent * 1000:>11.2f}")
+        cached = label(db, base_url, ids, "bench-c64", 64)
+        print(f"{'fully cached re-run':<28} {cached.wall:>8.2f} {'':>8} {'':>8} {'':>8}"
+              f" {'':>11}   ({cached.cached:,} cached, {cached.sent} sent)")
+        ad_wall, ad_note = agentdash_run(db, base_url, ids)
+        if ad_wall is not None:
+            print(f"{'agentdash ' + AGENTDASH.split('==')[1]:<28} {ad_wall:>8.2f} {n / ad_wall:>8.1f}"
+                  f" {n * LATENCY:>8.2f} {ad_wall / (n * LATENCY):>8.2f}   ({ad_note})")
+    c1, c64 = runs[1], runs[64]
+    overhead_wall = (c1.wall / c1.sent - LATENCY) * 1000
+    ideal64 = n * LATENCY / 64
+    print()
+    print(f"concurrency 64 vs ideal {ideal64:.2f} s: {c64.wall / ideal64:.2f}x   target <= 1.5x")
+    print(f"runner overhead per request: {c64.cpu / c64.sent * 1000:.2f} ms CPU at concurrency 64;"
+          f" {bare1.wall / bare1.sent * 1000:.2f} ms round trip with no latency;"
+          f" {overhead_wall:.2f} ms beyond the 200 ms at concurrency 1   target <= 5 ms")
+    print(f"fully cached re-run of {n:,}: {cached.wall:.2f} s   target <= 2 s")
+    if ad_wall is None:
+        print(f"agentdash: not measured: {ad_note}")
+    else:
+        print(f"speed-up over agentdash on the same {n:,}: {ad_wall / c64.wall:.1f}x at concurrency 64,"
+              f" {ad_wall / runs[16].wall:.1f}x at the default 16, {ad_wall / c1.wall:.2f}x at 1"
+              f"   target >= 30x")
     return 0
 
 

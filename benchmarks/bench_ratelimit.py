@@ -22,30 +22,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from annotator.labelling.judge import JudgeSettings, LLMLabeller
-from annotator.labelling.llm import JudgeClient
-from annotator.labelling.pricing import Usage, price_for
-from annotator.labelling.runner import run_labeller
-from annotator.models import LabelRun, Step, Trajectory
 from annotator.store import open_db
-from annotator.store.requests import item_counts
-from annotator.store.runs import create_run
-from annotator.store.trajectories import save_trajectory
 from annotator.taxonomy import load_taxonomy
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.judge_server import ROOT, judge_server, label, seed
+
 RPM, TPM, LATENCY = 600, 400_000, 0.2
-API_KEY = "sk-bench-not-a-key"
 
 
 @dataclass
@@ -76,17 +66,6 @@ class Pass:
         return self.rate_limited / max(1, self.answered + self.rate_limited)
 
 
-def start_server(headers: bool) -> tuple[subprocess.Popen, str]:
-    code = (
-        "import sys; from tests.openai_server import FakeOpenAI\n"
-        f"with FakeOpenAI(latency={LATENCY}, rpm={RPM}, tpm={TPM}, ratelimit_headers={headers}) as s:\n"
-        "    print(s.base_url, flush=True); sys.stdin.read()\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    return proc, proc.stdout.readline().strip()
-
-
 def stats(base_url: str) -> dict:
     with urllib.request.urlopen(base_url + "/stats") as resp:
         return json.load(resp)
@@ -102,41 +81,13 @@ def fc3_codebook(folder: Path) -> Path:
     return path
 
 
-def seed(db, prefix: str, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        tid = f"{prefix}-{i:04d}"
-        contents = [f"Task {i}: add {i} and {i + 1}.", f"I compute {i} + {i + 1}.", "LOOP: I compute it again.",
-                    f"The answer is {2 * i + 1}."]
-        steps = [Step(index=k, agent="user" if k == 0 else "solver", content=c) for k, c in enumerate(contents)]
-        save_trajectory(db, Trajectory(id=tid, source_format="bench", task=contents[0], steps=steps, content_hash=tid))
-        ids.append(tid)
-    return ids
-
-
-async def label(db, tax, base_url: str, ids: list[str], model: str, **client_opts) -> tuple[float, int]:
-    client = JudgeClient(base_url=base_url, api_key=API_KEY, timeout=60, max_attempts=5, **client_opts)
-    labeller = LLMLabeller(db, client, JudgeSettings(models=[model], base_url=base_url), tax,
-                           prices={model: price_for(model)}, usage=Usage(), endpoint_host="127.0.0.1")
-    run = create_run(db, LabelRun(kind="llm", model=model))
-    start = time.perf_counter()
-    try:
-        run = await run_labeller(db, labeller, tax, run, ids, concurrency=client_opts.get("concurrency", 16))
-    finally:
-        await client.close()
-    return time.perf_counter() - start, item_counts(db, run.id)["failed"]
-
-
-def one_pass(db, tax, name: str, headers: bool, n: int, **client_opts) -> Pass:
-    server, base_url = start_server(headers)
-    try:
-        ids = seed(db, name, n)
-        wall, lost = asyncio.run(label(db, tax, base_url, ids, f"bench-{name}", **client_opts))
+def one_pass(db, tax, name: str, headers: bool, n: int, **client_options) -> Pass:
+    with judge_server(latency=LATENCY, rpm=RPM, tpm=TPM, ratelimit_headers=headers) as base_url:
+        ids = seed(db, n, name, terminate=False)
+        done = asyncio.run(label(db, tax, base_url, ids, f"bench-{name}", timeout=60, max_attempts=5, **client_options))
         got = stats(base_url)
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
-    return Pass(name, wall, got["statuses"].get("200", 0), got["rate_limited"], got["tokens"], lost, n)
+    return Pass(name, done.wall, got["statuses"].get("200", 0), got["rate_limited"], got["tokens"],
+                done.items["failed"], n)
 
 
 def main(argv: list[str]) -> int:

@@ -163,7 +163,9 @@ def test_a_changed_trajectory_is_swapped_at_publication(db_path, seeded, tmp_pat
                 fh.write(orjson.dumps({"id": f"old{i}", "system": "Soak", "messages": [
                     {"role": "user", "content": f"{word} {i} zebra"}, {"role": "assistant", "content": "ok"}]}) + b"\n")
     summary = import_paths(seeded, [first])
-    assert not summary.failed and summary.total("updated") == 6
+    assert not summary.failed and summary.total("updated") == 3, "each trajectory once, as its later record"
+    assert len(summary.files[0].trajectory_ids) == len(set(summary.files[0].trajectory_ids)) == 3
+    assert any(kind == "duplicate_id" for kind, _ in summary.files[0].ledger.warnings)
     assert not search_steps(seeded, "draft zebra")
     again = next(t for t in list_trajectories(seeded) if t.id == target.id)
     assert again.n_steps == 2
@@ -171,3 +173,23 @@ def test_a_changed_trajectory_is_swapped_at_publication(db_path, seeded, tmp_pat
     session = AnnotationSession(seeded, target.id, "alice", load_taxonomy())
     assert session.labels()["FM-1.1"].onset_step == 2, "labels stay with the trajectory"
     assert seeded.execute("SELECT count(*) FROM trajectories WHERE pending IS NOT NULL").fetchone()[0] == 0
+
+
+def test_a_replaced_version_gives_its_steps_ids_of_the_real_trajectory(seeded):
+    """Steps without an id of their own are named after their trajectory: a new version staged
+    under a shadow row must not publish steps named after that row."""
+    from annotator.models import Step, Trajectory
+    from annotator.store import staging
+    from annotator.store.db import Batches
+
+    def version(word: str) -> Trajectory:
+        return Trajectory(id="plain", source_format="openai_chat", content_hash=word,
+                          steps=[Step(index=i, kind="message", role="user", content=f"{word} {i}") for i in range(3)])
+
+    for word in ("first", "second"):
+        token = staging.start(seeded, "test")
+        with Batches(seeded) as batches:
+            _, shadow = staging.stage_trajectory(seeded, version(word), token, batches)
+        staging.publish(seeded, token, [(shadow, "plain")] if shadow else [], [])
+    rows = seeded.execute("SELECT id, content FROM steps WHERE trajectory_id = 'plain' ORDER BY idx").fetchall()
+    assert rows == [("plain:0", "second 0"), ("plain:1", "second 1"), ("plain:2", "second 2")]

@@ -31,6 +31,9 @@ class QueueRow:
     pending_suggestions: int
     assigned: bool = False
     """Given to this annotator by ``mast assign``."""
+    blind: bool = False
+    """An overlap item (given to someone else too): worked blind, so its outcome and
+    suggestions are not shown with it."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,9 @@ def queue(
     states = {s.trajectory_id: s.status for s in review.review_states(db, annotator)}
     pending = suggestions.pending_counts(db, annotator)
     mine = assignments.assigned_to(db, annotator)
+    shared = blind_items(db, annotator)
     rows = [
-        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0), t.id in mine)
+        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0), t.id in mine, t.id in shared)
         for t in listed
         if everything or not mine or t.id in mine
     ]

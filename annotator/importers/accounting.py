@@ -28,6 +28,7 @@ WARNING_KINDS = {
     "empty_task": "a trajectory without a task",
     "label": "a label or attribution the file carries that could not be kept as given",
     "incomplete": "part of what the format holds is missing or unfinished in the source",
+    "duplicate_id": "a trajectory id given twice in one file: the later record replaces the earlier",
 }
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat
+from annotator.errors import AnnotatorError, ImportFailure, StoreError, UnknownFormat, first_line
 from annotator.importers.accounting import Ledger, check
 from annotator.importers.base import (
     ImportedRecord,
@@ -175,8 +175,10 @@ STUB_BATCH_LABELS = 10_000
 def import_file(
     db: Database, path: Path, fmt: str | None = None, opts: ImportOptions | None = None, walked: bool = False
 ) -> FileResult:
-    """Import one file (or run folder) atomically; errors are captured in the result, never
-    half-written. A file a folder walk found that no importer recognises is skipped, not failed."""
+    """Import one file (or run folder) atomically: what is wrong with the file is captured in the
+    result, never half-written; trouble with the database itself (StoreError, SQLite's errors)
+    is raised, since no other file would import either. A file a folder walk found that no
+    importer recognises is skipped, not failed."""
     opts = opts or ImportOptions()
     result = FileResult(path=str(path))
     head: Head | None = None
@@ -231,8 +233,7 @@ def import_file(
         result.error = str(exc)
         _nothing_written(result)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        result.error = f"{path}: {first_line}"
+        result.error = f"{path}: {first_line(exc)}"
         _nothing_written(result)
     return result
 
@@ -347,6 +348,7 @@ class _Staged:
         self.stubs: list[ImportedRecord] = []
         self.held = 0  # labels in ``stubs``
         self.hashes: dict[str, str] = {}  # id: content hash of each trajectory staged whole
+        self.status: dict[str, str] = {}  # id: what publishing makes of each trajectory staged whole
 
     def write(self, gathered: list[ImportedRecord], batches: Batches) -> None:
         """Stage ``gathered`` (emptied) in order, in one transaction unless it takes longer than
@@ -370,11 +372,26 @@ class _Staged:
         batches.commit()
 
     def count(self, rec: ImportedRecord, status: str, shadow: str | None) -> None:
-        """Note a staged trajectory in the file's result; stage its labels unless it was unchanged."""
+        """Note a staged trajectory in the file's result; stage its labels unless it was unchanged.
+
+        A file that gives an id twice is one trajectory, the later record's (staging replaced
+        the earlier one's steps): it is counted once, as what publishing makes of it, and the
+        earlier record's labels and attributions are withdrawn, with a warning that says so."""
+        tid = rec.trajectory.id
         if shadow is not None:
-            self.replaced[shadow] = rec.trajectory.id
-        self.hashes[rec.trajectory.id] = rec.trajectory.content_hash
-        self.result.trajectory_ids.append(rec.trajectory.id)
+            self.replaced[shadow] = tid
+        self.hashes[tid] = rec.trajectory.content_hash
+        earlier = self.status.get(tid)
+        if earlier is None:
+            self.result.trajectory_ids.append(tid)
+        else:
+            setattr(self.result, earlier, getattr(self.result, earlier) - 1)
+            status = "imported" if earlier == "imported" else status
+            if earlier != "unchanged":
+                self.result.labels -= staging.unstage_labels(self.db, self.token, tid)
+                self.attributions = [a for a in self.attributions if a.trajectory_id != tid]
+            rec.ledger.warn("duplicate_id", "a trajectory id the file gives again: the later record is kept")
+        self.status[tid] = status
         setattr(self.result, status, getattr(self.result, status) + 1)
         if status != "unchanged":
             self.result.ledger.merge(rec.ledger)
@@ -430,7 +447,7 @@ def import_planned(
     summary = ImportSummary()
     staging.discard_abandoned(db)
     # What importers derive from the options alone (a parsed ground-truth folder), shared by the
-    #: files of this import so it is worked out once; each file still gets its own ``extra``.
+    # files of this import so it is worked out once; each file still gets its own ``extra``.
     shared: dict = {}
     for path, walked in plan:
         file_opts = ImportOptions(**{**(opts or ImportOptions()).__dict__, "extra": {"shared": shared}})

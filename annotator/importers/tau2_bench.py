@@ -15,13 +15,15 @@ requestor}``: in the dual-control domains (telecom) the user works its own devic
 ``MultiToolMessage`` (``tool`` with ``tool_messages``) answers several. ``usage`` and ``cost``
 are per message. The policy is the first step, as the agent received it. The task is what the
 simulated user was told (``user_scenario.instructions``: its reason for calling, what it knows
-and does not, how to behave), or the ticket of a solo run. The reward is the score, 1 a pass;
-the reward's breakdown, the task's evaluation criteria, its purpose and initial state, and any
-review of the run are hidden metadata: an annotator judges the conversation without the key.
+and does not, how to behave), or the ``ticket`` a solo agent (``llm_agent_solo``) works from.
+The reward is the score, 1 a pass; the reward's breakdown, the task's evaluation criteria, its
+purpose and initial state, and any review of the run are hidden metadata: an annotator judges
+the conversation without the key.
 
 A file too big to parse whole is read one simulation at a time (``tau2`` writes ``info`` and
-``tasks`` before them). Voice runs are saved as a folder (``results.json`` beside ``simulations/``) and hold audio
-``ticks`` instead of messages; they are refused by name rather than imported empty.
+``tasks`` before them). Voice runs are saved as a folder (``results.json`` beside
+``simulations/``) and hold audio ``ticks`` instead of messages; they are refused by name rather
+than imported empty.
 """
 
 from __future__ import annotations
@@ -118,6 +120,7 @@ class _Conversation:
 
 class Tau2Bench(Importer):
     name = "tau2_bench"
+    self_contained = True
     description = "tau2-bench results JSON ({timestamp, info, tasks, simulations}) as `tau2 run` saves it"
 
     def sniff(self, head: Head) -> bool:
@@ -189,7 +192,8 @@ class Tau2Bench(Importer):
             system=f"{SYSTEM} {agent['implementation']}" if agent.get("implementation") else SYSTEM,
             model=str_or_none(agent.get("llm")),
             benchmark=SYSTEM,
-            task=task_text(task, "solo" in str(agent.get("implementation"))) or next((s.content for s in run.out.steps if s.role == "user" and s.content), None),
+            task=task_text(task, "solo" in str(agent.get("implementation")))
+            or next((s.content for s in run.out.steps if s.role == "user" and s.content), None),
             outcome=outcome,
             score=score,
             metadata=meta,

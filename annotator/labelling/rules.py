@@ -7,53 +7,42 @@ suggestions of a ``rules`` run like any judge's.
 
 Each detector reads the steps once, in order, keeping only bounded state (the last messages of
 each agent, hashes of what it has seen, the first few cited steps), so a run of a million steps
-is scanned from the store a page at a time in flat memory and linear time. Near-duplicate
-messages are compared with rapidfuzz's normalised Indel similarity (2·LCS / total length), but
-only where cheaper tests leave a chance: exact repeats are caught by hash, pairs whose lengths
-alone rule a match out are skipped, and a long message is only compared with those sharing
-clauses that make up at least half of its text (split at punctuation, each clause hashed once):
-a message that is 90% the same as another keeps most of its clauses whole, while unrelated
-messages that share a line of boilerplate or a JSON skeleton do not.
+is scanned from the store a page at a time in flat memory and linear time. Each step's content is
+read once for all of them (``near_duplicates.message``: normalised, its clauses hashed), and
+near-duplicates are found as ``near_duplicates`` describes.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from pydantic import BaseModel
-from rapidfuzz.distance import Indel
 from sqlite_utils import Database
 
 from annotator.labelling.grounding import normalise
+from annotator.labelling.near_duplicates import EMPTY, MIN_CHARS, Message, Recent, message, near_duplicate_of, whole_text
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
 from annotator.store.steps import get_step, iter_step_fields
 from annotator.taxonomy import Taxonomy
 
-#: Shortest message that counts when comparing messages (greetings repeat legitimately).
-MIN_CHARS = 40
-#: Similarity above which two messages are near-duplicates.
-NEAR_DUPLICATE = 0.9
 #: Messages of the same agent compared backwards from each message.
 LOOKBACK = 40
-#: Characters of a message that take part in comparisons.
-COMPARED_CHARS = 2000
 #: Steps a hit cites at most (the reason still counts them all).
 MAX_CITED = 50
-#: Messages at least this long are compared only with those sharing a clause.
-SKETCH_CHARS = 200
-#: Shortest clause that counts as shared (shorter ones recur in unrelated messages).
-CLAUSE_CHARS = 12
-_CLAUSE = re.compile(r"[.!?;:,)(\]\[{}|]")
 
 #: A short message an agent sends this many times unchanged is a loop that should have ended.
 NUDGE_LOOP = 3
 NUDGE_CHARS = 300
 
-_TERMINATION = re.compile(r"\bTERMINATE\b|\bFINAL ANSWER\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
+_TERMINATION_WORDS = r"\bterminate\b|\bfinal answer\b|<\s*final[_ ]answer\s*>"
+_TERMINATION = re.compile(_TERMINATION_WORDS, re.IGNORECASE)
+#: For lowercased ASCII text, where IGNORECASE would only cost, and the words it spells.
+_TERMINATION_LOWER = re.compile(_TERMINATION_WORDS)
+_TERMINATION_SPELLED = ("terminate", "final answer", "final_answer")
 #: A termination word that is talked about rather than said: quoted, or what someone is told to
 #: reply with (AG2's Computer_terminal: 'let other participant reply me only with "TERMINATE"').
 _QUOTES = "\"'“”‘’`"
@@ -91,14 +80,25 @@ class Hit(BaseModel):
 def is_termination(text: str, folded: str | None = None) -> bool:
     """Whether a message declares the task finished (a termination word said, not mentioned).
 
-    ``folded``: the text casefolded, where the caller has it, for a quick test before the regexes.
+    ``folded``: the text normalised (``grounding.normalise``), where the caller has it, for a
+    quick test before the regexes. An ASCII text, the usual case, is searched lowercased without
+    IGNORECASE (the same matches at the same places, at half the cost), and only when it holds
+    one of the words the pattern spells.
     """
     if not text:
         return False
-    folded = text.casefold() if folded is None else folded
-    if "terminate" not in folded and "final" not in folded:
-        return False
-    for m in _TERMINATION.finditer(text):
+    if text.isascii():
+        lowered = text.lower() if folded is None else None
+        folded = lowered if folded is None else folded
+        if "terminate" not in folded and "final" not in folded:
+            return False
+        found = _termination_matches(text.lower() if lowered is None else lowered)
+    else:
+        folded = text.casefold() if folded is None else folded
+        if "terminate" not in folded and "final" not in folded:
+            return False
+        found = _TERMINATION.finditer(text)
+    for m in found:
         before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]
         quoted = before.rstrip()[-1:] in _QUOTES and after.lstrip()[:1] in _QUOTES and before.strip()
         if not quoted and not _TOLD.search(before):
@@ -106,41 +106,41 @@ def is_termination(text: str, folded: str | None = None) -> bool:
     return False
 
 
-class Message(NamedTuple):
-    """A normalised message as the comparisons keep it: its text, and the length of each of its
-    clauses by hash with their sum (None and 0 for a short message, which is compared directly)."""
+def _termination_matches(lowered: str) -> Iterator[re.Match]:
+    """The matches ``_TERMINATION_LOWER.finditer(lowered)`` gives, found without the scan.
 
-    text: str
-    clauses: dict[int, int] | None
-    clause_chars: int
-
-
-def message(text: str) -> Message:
-    text = text[:COMPARED_CHARS]
-    if len(text) < SKETCH_CHARS:
-        return Message(text, None, 0)
-    clauses = {hash(c): len(c) for c in _CLAUSE.split(text) if len(c) >= CLAUSE_CHARS}
-    return Message(text, clauses, sum(clauses.values()))
-
-
-def _near_duplicate_of(this: Message, earlier: Iterable[Message]) -> bool:
-    """Whether ``this`` nearly repeats one of ``earlier`` (the length test inlined: most pairs end there)."""
-    la = len(this.text)
-    low, high = la * NEAR_DUPLICATE / (2 - NEAR_DUPLICATE), la * (2 - NEAR_DUPLICATE) / NEAR_DUPLICATE
-    for other in earlier:
-        lb = len(other.text)
-        if low <= lb <= high and (this.text == other.text or _close(this, other)):
-            return True
-    return False
+    A pattern that opens on ``\\b`` is tried at every character, which made this the costliest
+    test of a step. Every match holds one of the words the pattern spells and starts at it, or
+    at a ``<`` before it and whitespace; so the pattern is only tried there, in order, each start
+    after the end of the match before (as finditer does).
+    """
+    starts = set()
+    for word in _TERMINATION_SPELLED:
+        at = lowered.find(word)
+        while at >= 0:
+            starts.add(at)
+            bracket = at
+            while bracket and lowered[bracket - 1].isspace():
+                bracket -= 1
+            if bracket and lowered[bracket - 1] == "<":
+                starts.add(bracket - 1)
+            at = lowered.find(word, at + 1)
+    end = 0
+    for at in sorted(starts):
+        if at >= end and (m := _TERMINATION_LOWER.match(lowered, at)):
+            end = m.end()
+            yield m
 
 
-def _close(a: Message, b: Message) -> bool:
-    """The clause test, then the similarity itself, for two messages of compatible lengths."""
-    if a.clauses and b.clauses:
-        shared = sum(a.clauses[h] for h in a.clauses.keys() & b.clauses.keys())
-        if 2 * shared < min(a.clause_chars, b.clause_chars):
+def _bare_termination(m: Message, content: str) -> bool:
+    """Whether a message is a termination word alone (dots and spaces aside): a head longer than
+    that once stripped rules it out without reading the rest of a long message."""
+    core = m.text.strip(". ")
+    if not m.whole:
+        if len(core) >= MIN_CHARS:
             return False
-    return Indel.normalized_similarity(a.text, b.text, score_cutoff=NEAR_DUPLICATE) >= NEAR_DUPLICATE
+        core = whole_text(m, content).strip(". ")
+    return _TERMINATION.fullmatch(core) is not None
 
 
 def _speaker(s: RuleStep) -> str:
@@ -155,8 +155,8 @@ class _Detector:
     def __init__(self, task: str | None):
         self.task = task
 
-    def feed(self, s: RuleStep, text: str) -> None:
-        """``text``: the step's content, normalised once for every detector."""
+    def feed(self, s: RuleStep, m: Message) -> None:
+        """``m``: the step's content as ``near_duplicates.message`` read it, once for every detector."""
         raise NotImplementedError
 
     def result(self) -> Hit | None:
@@ -171,7 +171,7 @@ class StepRepetition(_Detector):
     def __init__(self, task: str | None):
         super().__init__(task)
         self.calls: set[int] = set()
-        self.recent: dict[str, deque[Message]] = {}
+        self.recent: dict[str, Recent] = {}
         self.repeats: list[int] = []
         self.n = 0
 
@@ -180,7 +180,7 @@ class StepRepetition(_Detector):
         if len(self.repeats) < MAX_CITED:
             self.repeats.append(index)
 
-    def feed(self, s: RuleStep, text: str) -> None:
+    def feed(self, s: RuleStep, m: Message) -> None:
         if s.kind == "tool_call":
             if s.tool_name:
                 key = hash((s.tool_name, normalise(s.tool_args or s.content)))
@@ -189,13 +189,14 @@ class StepRepetition(_Detector):
                     return
                 self.calls.add(key)
             return
-        if len(text) < MIN_CHARS or _TERMINATION.fullmatch(text.strip(". ")):
+        if len(m.text) < MIN_CHARS or _bare_termination(m, s.content):
             return
-        this = message(text)
-        earlier = self.recent.setdefault(_speaker(s), deque(maxlen=LOOKBACK))
-        if _near_duplicate_of(this, earlier):
+        recent = self.recent.get(_speaker(s))
+        if recent is None:
+            recent = self.recent[_speaker(s)] = Recent(LOOKBACK)
+        elif recent.repeated_by(m):
             self._repeat(s.index)
-        earlier.append(this)
+        recent.add(m)
 
     def result(self) -> Hit | None:
         if not self.n:
@@ -218,17 +219,18 @@ class UnawareOfTermination(_Detector):
         self.nudges: dict[int, list[int]] = {}  # hash of (speaker, text) -> its first indices
         self.nudge_counts: dict[int, int] = {}
 
-    def feed(self, s: RuleStep, text: str) -> None:
+    def feed(self, s: RuleStep, m: Message) -> None:
         self.tail.append(s)
+        text = m.text
         if self.first_signal is not None and text:
             self.n_after += 1
             if len(self.after) < 10:
                 self.after.append(s.index)
-        if is_termination(s.content, text):
+        if is_termination(s.content, text if m.whole else None):
             self.signals += 1
             if self.first_signal is None:
                 self.first_signal = s.index
-        if text and len(text) <= NUDGE_CHARS:
+        if text and m.whole and len(text) <= NUDGE_CHARS:
             key = hash((_speaker(s), text))
             count = self.nudge_counts[key] = self.nudge_counts.get(key, 0) + 1
             if count <= MAX_CITED + 1:
@@ -258,22 +260,21 @@ class ConversationReset(_Detector):
 
     def __init__(self, task: str | None):
         super().__init__(task)
-        self.references = [message(normalise(task))] if task and len(task.strip()) >= MIN_CHARS else []
+        self.references = [message(task)] if task and len(task.strip()) >= MIN_CHARS else []
         self.first: int | None = None
         self.position = 0
         self.hits: list[int] = []
         self.n = 0
 
-    def feed(self, s: RuleStep, text: str) -> None:
+    def feed(self, s: RuleStep, m: Message) -> None:
         position, self.position = self.position, self.position + 1
-        if len(text) < MIN_CHARS:
+        if len(m.text) < MIN_CHARS:
             return
-        this = message(text)
         if self.first is None:
             self.first = s.index
-            self.references.append(this)
+            self.references.append(m)
             return
-        if position >= 2 and _near_duplicate_of(this, self.references):
+        if position >= 2 and near_duplicate_of(m, self.references):
             self.n += 1
             if len(self.hits) < MAX_CITED:
                 self.hits.append(s.index)
@@ -293,7 +294,7 @@ class PrematureTermination(_Detector):
         super().__init__(task)
         self.last: RuleStep | None = None
 
-    def feed(self, s: RuleStep, text: str) -> None:
+    def feed(self, s: RuleStep, m: Message) -> None:
         self.last = s
 
     def result(self) -> Hit | None:
@@ -325,9 +326,9 @@ def scan(steps: Iterable[RuleStep], task: str | None, detectors: dict[str, type[
     running = {mode: cls(task) for mode, cls in detectors.items()}
     feeds = [d.feed for d in running.values()]
     for s in steps:
-        text = normalise(s.content) if s.content else ""
+        m = message(s.content) if s.content else EMPTY
         for feed in feeds:
-            feed(s, text)
+            feed(s, m)
     return {mode: (d, d.result()) for mode, d in running.items()}
 
 

@@ -24,6 +24,7 @@ from annotator.report.document import header
 from annotator.report.frame import Frame, build
 from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
+from annotator.report.threads import one_blas_thread
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
 
@@ -286,6 +287,7 @@ def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_
     return per_mode, curve
 
 
+@one_blas_thread
 def build_agreement(
     db: Database,
     sources: list[str],

@@ -244,8 +244,8 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                     ["mode", *ESTIMATE_COLUMNS], [{"mode": m, **_prevalence(a, everything, j)}
                                                   for j, m in enumerate(modes)], _design(a, audit))]
     for column in by:
-        levels = sorted(set(frame.groups[column].tolist()))
-        records = [{column: g, "mode": m, **_prevalence(a, frame.groups[column] == g, j)}
+        levels = frame.levels(column)
+        records = [{column: g, "mode": m, **_prevalence(a, frame.in_level(column, g), j)}
                    for g in levels for j, m in enumerate(modes)]
         tables.append(Table(f"prevalence_ppi_by_{column}", f"Prevalence per mode by {column} (judge, people, PPI)",
                             [column, "mode", *ESTIMATE_COLUMNS], records))
@@ -257,8 +257,8 @@ def audit_section(db: Database, source: str, audit: str, taxonomy: Taxonomy, fil
                         gap_columns, gaps))
     mean_rows = [{"group": "all", **_mean_modes(a, everything)}]
     for column in by:
-        for g in sorted(set(frame.groups[column].tolist())):
-            mean_rows.append({"group": f"{column}={g}", **_mean_modes(a, frame.groups[column] == g)})
+        for g in frame.levels(column):
+            mean_rows.append({"group": f"{column}={g}", **_mean_modes(a, frame.in_level(column, g))})
     tables.append(Table("mean_modes_ppi", "Mean distinct modes per failed trajectory (judge, people, PPI)",
                         ["group", *ESTIMATE_COLUMNS], mean_rows))
     s = a.sample

@@ -20,14 +20,13 @@ from annotator.report.tables import num
 
 def group_vs_rest(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[dict]:
     """Every level of ``column`` (when it has at least two) against the rest, per mode."""
-    values = frame.groups[column]
-    levels = sorted(set(values.tolist()))
+    levels = frame.levels(column)
     if len(levels) < 2:
         return []
     out = []
     hits = present & known
     for level in levels:
-        g = values == level
+        g = frame.in_level(column, level)
         n1, c1 = known[g].sum(0), hits[g].sum(0)
         n2, c2 = known[~g].sum(0), hits[~g].sum(0)
         p1, p2 = ratio(c1, n1), ratio(c2, n2)

@@ -16,8 +16,8 @@ from annotator.report.tables import num
 def cooccurrence(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
     """One record per pair of distinct modes (i < j): count together, lift (a mode with itself
     says nothing and is left out)."""
-    p = (present & known).astype(np.int64)
-    k = known.astype(np.int64)
+    p = (present & known).astype(np.float64)  # BLAS; counts below 2**53 are exact
+    k = known.astype(np.float64)
     both = p.T @ p  # trajectories with i and j present
     n_both = k.T @ k  # trajectories where i and j are both decided
     n_i = p.T @ k  # trajectories with i present, among those where j is decided

@@ -20,6 +20,7 @@ from annotator.report import bootstrap, comparisons, cooccurrence, findings, ons
 from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, GROUP_COLUMNS, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Frame, build
 from annotator.report.tables import Document, Section, Table, num
+from annotator.report.threads import one_blas_thread
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
 
@@ -68,23 +69,28 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
 
 
 def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: int | None) -> Table:
-    """Modes present in each trajectory with their onsets."""
+    """Modes present in each trajectory with their onsets (the cells' text made a block of rows at
+    a time, so only one block's tokens exist at once)."""
     shown = frame.n if limit is None else min(limit, frame.n)
-    counts = present[:shown].sum(axis=1)
-    rows, cols = np.nonzero(present[:shown])
-    steps = onset[rows, cols]
-    ids = frame.mode_ids
-    tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
-                                                                            strict=True)]
-    ends = np.cumsum(counts).tolist()
-    records, start = [], 0
-    for i in range(shown):
-        records.append({
-            "trajectory": str(frame.ids[i]), "title": frame.titles[i], "system": frame.groups["system"][i],
-            "model": frame.groups["model"][i], "outcome": OUTCOME_NAMES[int(frame.failed[i])], "modes": int(counts[i]),
-            "present": " ".join(tokens[start:ends[i]]),
-        })
-        start = ends[i]
+    ids, systems, models = frame.mode_ids, frame.levels("system"), frame.levels("model")
+    records = []
+    for start in range(0, shown, 50_000):
+        end = min(shown, start + 50_000)
+        counts = present[start:end].sum(axis=1)
+        rows, cols = np.nonzero(present[start:end])
+        steps = onset[start:end][rows, cols]
+        tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
+                                                                                strict=True)]
+        at = 0
+        for tid, title, system, model, failed, modes in zip(
+                frame.ids[start:end].tolist(), frame.titles[start:end].tolist(),
+                frame.codes("system")[start:end].tolist(), frame.codes("model")[start:end].tolist(),
+                frame.failed[start:end].tolist(), counts.tolist(), strict=True):
+            records.append({
+                "trajectory": tid, "title": title, "system": systems[system], "model": models[model],
+                "outcome": OUTCOME_NAMES[failed], "modes": modes, "present": " ".join(tokens[at:at + modes]),
+            })
+            at += modes
     return Table("trajectories", "Modes per trajectory (mode@onset step)",
                  ["trajectory", "title", "system", "model", "outcome", "modes", "present"], records,
                  total_rows=frame.n)
@@ -107,7 +113,7 @@ def _grouping(frame: Frame, by: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """The grouping columns with more than one level, and a line of why for each left out."""
     grouped, why = [], []
     for column in by:
-        levels = np.unique(frame.groups[column])
+        levels = frame.levels(column)
         if len(levels) > 1:
             grouped.append(column)
         else:
@@ -148,6 +154,7 @@ def _onset_section(db: Database, frame: Frame, present: np.ndarray, onset: np.nd
     return Section("Where things break", tables)
 
 
+@one_blas_thread
 def build_report(
     db: Database,
     source: str,
@@ -220,7 +227,7 @@ def build_report(
     for column in grouped:
         prev_tables.append(Table(f"mean_modes_by_{column}", f"Mean distinct modes per trajectory by {column}",
                                  [column, *mean_cols],
-                                 prevalence.mean_modes(counts, frame.failed, frame.groups[column], column)))
+                                 prevalence.mean_modes(counts, frame.failed, frame, column)))
     sections.append(Section("Prevalence", prev_tables,
                             ["Prevalence is the share of trajectories showing a mode, not the MAST paper's"
                              " share of all flagged failure instances.", *one_level]))

@@ -35,13 +35,13 @@ MAX_GROUPS = 5
 
 def _levels(frame: Frame, column: str) -> list[str]:
     """The column's levels, largest first, at most :data:`MAX_GROUPS`."""
-    values, counts = np.unique(frame.groups[column], return_counts=True)
-    order = sorted(range(len(values)), key=lambda i: (-counts[i], str(values[i])))
-    return [str(values[i]) for i in order[:MAX_GROUPS]]
+    values, counts = frame.levels(column), np.bincount(frame.codes(column), minlength=len(frame.levels(column)))
+    order = sorted(range(len(values)), key=lambda i: (-counts[i], values[i]))
+    return [values[i] for i in order[:MAX_GROUPS]]
 
 
 def _more(frame: Frame, column: str) -> str:
-    extra = len(np.unique(frame.groups[column])) - MAX_GROUPS
+    extra = len(frame.levels(column)) - MAX_GROUPS
     return f"; {extra} more in the tables" if extra > 0 else ""
 
 
@@ -51,7 +51,7 @@ def mean_modes_columns(frame: Frame, counts: np.ndarray, column: str) -> np.ndar
     failed = frame.failed == FAILED
     cols = []
     for level in _levels(frame, column):
-        in_level = failed & (frame.groups[column] == level)
+        in_level = failed & frame.in_level(column, level)
         cols += [counts * in_level, in_level]
     return np.column_stack(cols) if cols else np.zeros((frame.n, 0))
 
@@ -73,10 +73,10 @@ def counts(frame: Frame, column: str) -> list[Finding]:
     out = [Finding("counts", f"{frame.n:,} trajectories counted: {f:,} failed, {s:,} succeeded, {u:,} outcome unknown",
                    {"trajectories": frame.n, "failed": f, "succeeded": s, "outcome_unknown": u})]
     levels = _levels(frame, column)
-    if len(np.unique(frame.groups[column])) > 1:
+    if len(frame.levels(column)) > 1:
         per = []
         for level in levels:
-            rows = frame.groups[column] == level
+            rows = frame.in_level(column, level)
             per.append({column: level, "trajectories": int(rows.sum()),
                         "failed": int((rows & (frame.failed == FAILED)).sum()),
                         "succeeded": int((rows & (frame.failed == SUCCEEDED)).sum())})
@@ -89,10 +89,10 @@ def counts(frame: Frame, column: str) -> list[Finding]:
 
 def top_modes(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[Finding]:
     """Per level of ``column`` (all trajectories when there is one level), its most prevalent modes."""
-    levels = _levels(frame, column) if len(np.unique(frame.groups[column])) > 1 else [None]
+    levels = _levels(frame, column) if len(frame.levels(column)) > 1 else [None]
     out = []
     for level in levels:
-        rows = np.ones(frame.n, bool) if level is None else frame.groups[column] == level
+        rows = np.ones(frame.n, bool) if level is None else frame.in_level(column, level)
         with_mode = (present & known)[rows].sum(axis=0)
         decided = known[rows].sum(axis=0)
         order = sorted((j for j in range(len(frame.mode_ids)) if with_mode[j]),
@@ -121,9 +121,9 @@ def mean_modes(frame: Frame, counts_: np.ndarray, overall: dict, by_level: np.nd
     out = [Finding("mean_modes", "mean modes per trajectory: " + ("; ".join(text) or "no trajectory with an outcome"),
                    {k: v for k, v in overall.items() if k.startswith("mean_modes") or k in ("failed", "succeeded")})]
     levels = _levels(frame, column)
-    if len(np.unique(frame.groups[column])) > 1 and nf:
+    if len(frame.levels(column)) > 1 and nf:
         per, parts = [], []
-        n = np.array([int(((frame.groups[column] == lv) & (frame.failed == FAILED)).sum()) for lv in levels])
+        n = np.array([int((frame.in_level(column, lv) & (frame.failed == FAILED)).sum()) for lv in levels])
         lo = hi = np.full(len(levels), np.nan)
         if by_level is not None and len(by_level):
             means = bootstrap.ratio(by_level[:, 0::2], by_level[:, 1::2])
@@ -131,7 +131,7 @@ def mean_modes(frame: Frame, counts_: np.ndarray, overall: dict, by_level: np.nd
         for i, level in enumerate(levels):
             if not n[i]:
                 continue
-            rows = (frame.groups[column] == level) & (frame.failed == FAILED)
+            rows = frame.in_level(column, level) & (frame.failed == FAILED)
             mean, low, high = num(counts_[rows].mean()), num(lo[i]), num(hi[i])
             per.append({column: level, "failed": int(n[i]), "mean_modes_failed": mean, "boot_low": low,
                         "boot_high": high})

@@ -1,8 +1,11 @@
 """The analysis frame: trajectories × modes 0/1 matrices, the outcome and the grouping columns.
 
 Every statistic in a report is a function of this frame, built once from the store with a
-handful of bulk queries and held as numpy arrays, so that 100,000 trajectories × 14 modes ×
-several sources fit in memory and every aggregate is vectorised. Rows are the trajectories
+handful of bulk queries read a block at a time and held as compact numpy arrays (bool
+matrices, integer codes: a few hundred bytes per trajectory and source, no Python object per
+cell), so that a million trajectories × 14 modes × several sources fit in memory and every
+aggregate is vectorised. Grouping columns carry their sorted levels and per-row codes, so
+grouping never sorts strings. Rows are the trajectories
 that pass the filters and that every requested source has finished; what was left out is
 counted by reason in ``excluded``. Columns are the codebook's modes that every source covers:
 a rules run gives verdicts on the few modes its detectors look for, and is reported on those.
@@ -11,6 +14,7 @@ a rules run gives verdicts on the few modes its detectors look for, and is repor
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +29,7 @@ from annotator.views import TrajectoryFilter
 FAILED, SUCCEEDED, UNKNOWN = 1, 0, -1
 #: Each outcome code's name, as the store writes it (an outcome the store does not know is UNKNOWN).
 OUTCOME_NAMES = {FAILED: "failure", SUCCEEDED: "success", UNKNOWN: "unknown"}
-GROUP_COLUMNS = ("system", "model", "benchmark")
+GROUP_COLUMNS = report_tables.GROUP_COLUMNS
 
 
 @dataclass
@@ -35,10 +39,13 @@ class Frame:
     taxonomy: Taxonomy
     ids: np.ndarray
     titles: np.ndarray
-    groups: dict[str, np.ndarray]
+    groups: Mapping[str, np.ndarray]  # str per row, "-" where the value is missing (made when read)
     failed: np.ndarray  # int8: 1 failed, 0 succeeded, -1 unknown
     n_steps: np.ndarray
     tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
+    #: Per grouping column, its levels (sorted) and each row's index into them.
+    group_levels: dict[str, list[str]]
+    group_codes: dict[str, np.ndarray]
     labels: dict[str, SourceLabels]
     filters: TrajectoryFilter
     excluded: Counter = field(default_factory=Counter)
@@ -59,11 +66,37 @@ class Frame:
         category = {m.id: m.category for m in self.taxonomy.modes}
         return [category[m] for m in self.mode_ids]
 
+    def levels(self, column: str) -> list[str]:
+        """The distinct values of a grouping column over the rows, sorted."""
+        return self.group_levels[column]
 
-def _object(values: list) -> np.ndarray:
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
+    def codes(self, column: str) -> np.ndarray:
+        """Each row's index into :meth:`levels` of a grouping column."""
+        return self.group_codes[column]
+
+    def in_level(self, column: str, level: str) -> np.ndarray:
+        """Which rows have ``level`` in a grouping column (none if it is not one of its levels)."""
+        levels = self.group_levels[column]
+        return self.group_codes[column] == (levels.index(level) if level in levels else -1)
+
+
+class GroupValues(Mapping):
+    """Each grouping column's value per row, as a string array made from its levels and codes
+    the first time it is read: the statistics group by codes and never need it."""
+
+    def __init__(self, levels: dict[str, list[str]], codes: dict[str, np.ndarray]) -> None:
+        self._levels, self._codes, self._made = levels, codes, {}
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        if column not in self._made:
+            self._made[column] = np.asarray(self._levels[column] or [""], dtype=str)[self._codes[column]]
+        return self._made[column]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._codes)
+
+    def __len__(self) -> int:
+        return len(self._codes)
 
 
 def build(
@@ -72,16 +105,16 @@ def build(
     """The frame over the trajectories that pass ``filters`` and that every source finished."""
     filters = filters or TrajectoryFilter()
     sources: list[Source] = [resolve(db, name) for name in source_names]
-    rows = report_tables.trajectory_rows(db, filters)
+    cols = report_tables.trajectory_columns(db, filters)
+    ids = cols.ids
     n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
-    if n_total - len(rows):
-        excluded["outside the filters"] = n_total - len(rows)
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in range(8)]
-    ids = np.asarray(cols[0], dtype=str)
+    if n_total - len(ids):
+        excluded["outside the filters"] = n_total - len(ids)
     mode_ids = taxonomy.mode_ids
     verdicts = read_verdicts(db, sources, ids, mode_ids)
     loaded = {s.name: load(db, s, ids, mode_ids, verdicts) for s in sources}
+    del verdicts
     keep = np.ones(len(ids), dtype=bool)
     for s in sources:
         one = loaded[s.name]
@@ -91,19 +124,30 @@ def build(
             excluded[prefix] += int(newly.sum())
         keep &= one.finished
     cover = np.logical_and.reduce([loaded[s.name].covered for s in sources]) if sources else np.ones(len(mode_ids), bool)
-    outcome = _object(list(cols[4]))
-    failed = np.full(len(ids), UNKNOWN, dtype=np.int8)
-    for code, name in OUTCOME_NAMES.items():
-        failed[outcome == name] = code
+    everything = bool(keep.all())
+    rows = slice(None) if everything else keep
+    group_levels, group_codes = {}, {}
+    for column in GROUP_COLUMNS:
+        codes = cols.codes[column][rows]
+        used = np.flatnonzero(np.bincount(codes, minlength=len(cols.levels[column])))
+        renumber = np.zeros(len(cols.levels[column]), dtype=np.int32)
+        renumber[used] = np.arange(len(used), dtype=np.int32)
+        group_levels[column] = [cols.levels[column][i] for i in used.tolist()]
+        group_codes[column] = renumber[codes]
+    labels = {}
+    for name in list(loaded):
+        labels[name] = _subset(loaded.pop(name), keep, everything, cover)
     return Frame(
         taxonomy=taxonomy,
-        ids=ids[keep],
-        titles=_object(list(cols[6]))[keep],
-        groups={c: _object([v or "-" for v in cols[1 + i]])[keep] for i, c in enumerate(GROUP_COLUMNS)},
-        failed=failed[keep],
-        n_steps=np.asarray(cols[5], dtype=np.int64)[keep],
-        tasks=np.asarray([-1 if g is None else g for g in cols[7]], dtype=np.int64)[keep],
-        labels={name: _subset(one, keep, cover) for name, one in loaded.items()},
+        ids=ids[rows],
+        titles=cols.titles[rows],
+        groups=GroupValues(group_levels, group_codes),
+        failed=cols.outcome[rows],
+        n_steps=cols.n_steps[rows],
+        tasks=cols.tasks[rows],
+        group_levels=group_levels,
+        group_codes=group_codes,
+        labels=labels,
         filters=filters,
         excluded=excluded,
         n_total=n_total,
@@ -111,8 +155,10 @@ def build(
     )
 
 
-def _subset(one: SourceLabels, keep: np.ndarray, cover: np.ndarray) -> SourceLabels:
-    """The source's labels on the kept rows and the covered columns."""
+def _subset(one: SourceLabels, keep: np.ndarray, everything: bool, cover: np.ndarray) -> SourceLabels:
+    """The source's labels on the kept rows and the covered columns (the same arrays when that is all)."""
+    if everything and cover.all():
+        return one
     row, col = np.cumsum(keep) - 1, np.cumsum(cover) - 1
     return SourceLabels(
         source=one.source,

@@ -14,6 +14,7 @@ from statsmodels.stats.proportion import proportion_confint
 from sqlite_utils import Database
 
 from annotator.report.frame import Frame
+from annotator.report.sources import rows_for
 from annotator.report.tables import num
 from annotator.store import report_tables
 
@@ -84,11 +85,11 @@ def against_attributions(db: Database, frame: Frame, first: np.ndarray) -> list[
     steps of the attributed one and the mean absolute distance. ``first`` is each trajectory's
     first onset, as from :func:`onset_matrices`.
     """
-    index = {tid: i for i, tid in enumerate(frame.ids.tolist())}
+    attributions = report_tables.attribution_rows(db)
+    pos, counted = rows_for(frame.ids, np.asarray([r[0] for r in attributions], dtype=str))
     by_source: dict[str, list[tuple[str, int | None, int | None, str | None]]] = {}
-    for tid, source, step, agent in report_tables.attribution_rows(db):
-        i = index.get(tid)
-        if i is not None and (step is not None or agent is not None):
+    for (tid, source, step, agent), i, ok in zip(attributions, pos.tolist(), counted.tolist(), strict=True):
+        if ok and (step is not None or agent is not None):
             onset = None if np.isnan(first[i]) else int(first[i])
             by_source.setdefault(source, []).append((tid, onset, step, agent))
     agents = report_tables.step_agents(db, sorted({(t, f) for rows in by_source.values() for t, f, _, _ in rows

@@ -100,7 +100,7 @@ def gap_columns(present: np.ndarray, known: np.ndarray, failed: np.ndarray) -> n
 def table_records(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
     """Per mode: the 2×2 table, risk ratio and odds ratio with 95% intervals, Fisher p, BH q, and
     the Mantel–Haenszel odds ratio over systems."""
-    systems = np.unique(frame.groups["system"], return_inverse=True)[1]
+    systems = frame.codes("system")
     out = []
     for j, mode in enumerate(frame.mode_ids):
         rows = known[:, j] & (frame.failed != UNKNOWN)
@@ -187,18 +187,22 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
             notes.append(f"{frame.mode_ids[j]} left out: {'always' if x.all() else 'never'} present")
             continue
         names.append(frame.mode_ids[j])
-        columns.append(x.astype(float))
+        columns.append(x)
     for column in ("system", "model"):
-        values = frame.groups[column][rows]
-        levels = sorted(set(values.tolist()))
+        codes = frame.codes(column)[rows]
+        levels = [lv for lv, used in zip(frame.levels(column), np.bincount(codes, minlength=len(frame.levels(column))),
+                                         strict=True) if used]
         for level in levels[1:]:
             names.append(f"{column}={level}")
-            columns.append((values == level).astype(float))
+            columns.append(codes == frame.levels(column).index(level))
         if len(levels) > 1:
             notes.append(f"{column} reference level: {levels[0]}")
     if not columns:
         return LogitResult("not fitted", [], int(len(y)), notes + ["not fitted: no mode varies"])
-    design = sm.add_constant(np.column_stack(columns), has_constant="add")
+    design = np.empty((len(y), len(columns) + 1))  # sm.add_constant's layout: the constant first
+    design[:, 0] = 1.0
+    for i, x in enumerate(columns):
+        design[:, i + 1] = x
     events = int(min(y.sum(), len(y) - y.sum()))
     if events < 10 * len(names):
         notes.append(f"{events} events (the rarer outcome) for {len(names)} predictors: fewer than 10 per"

@@ -61,10 +61,9 @@ def overall(frame: Frame, present: np.ndarray, known: np.ndarray) -> list[dict]:
 def by_group(frame: Frame, present: np.ndarray, known: np.ndarray, column: str) -> list[dict]:
     """Per mode and category within each value of a grouping column (system, model...)."""
     cats, cp, ck = categories(frame, present, known)
-    values = frame.groups[column]
     out: list[dict] = []
-    for level in sorted(set(values.tolist())):
-        rows = values == level
+    for level in frame.levels(column):
+        rows = frame.in_level(column, level)
         out += prevalence_records(list(frame.mode_ids), present[rows], known[rows], **{column: level})
         out += prevalence_records(cats, cp[rows], ck[rows], **{column: level})
     return out
@@ -81,10 +80,9 @@ def homogeneity(frame: Frame, present: np.ndarray, known: np.ndarray, column: st
     cats, cp, ck = categories(frame, present, known)
     names = [*frame.mode_ids, *cats]
     hits, decided = np.hstack([present & known, cp]), np.hstack([known, ck])
-    values = frame.groups[column]
-    levels = sorted(set(values.tolist()))
-    yes = np.stack([hits[values == level].sum(axis=0) for level in levels]) if levels else np.zeros((0, len(names)))
-    n = np.stack([decided[values == level].sum(axis=0) for level in levels]) if levels else yes
+    levels = frame.levels(column)
+    yes = np.stack([hits[frame.in_level(column, lv)].sum(axis=0) for lv in levels]) if levels else np.zeros((0, len(names)))
+    n = np.stack([decided[frame.in_level(column, lv)].sum(axis=0) for lv in levels]) if levels else yes
     out = []
     for j, name in enumerate(names):
         rows = n[:, j] > 0
@@ -114,13 +112,14 @@ def distribution(counts: np.ndarray, failed: np.ndarray, k: int) -> list[dict]:
     return out
 
 
-def mean_modes(counts: np.ndarray, failed: np.ndarray, groups: np.ndarray | None = None,
+def mean_modes(counts: np.ndarray, failed: np.ndarray, frame: Frame | None = None,
                column: str | None = None) -> list[dict]:
-    """Mean number of distinct modes per failed and per successful trajectory (per group)."""
-    levels = [None] if groups is None else sorted(set(groups.tolist()))
+    """Mean number of distinct modes per failed and per successful trajectory (per level of the
+    frame's grouping ``column`` when given)."""
+    levels = [None] if frame is None else frame.levels(column)
     out = []
     for level in levels:
-        rows = np.ones(len(counts), dtype=bool) if level is None else groups == level
+        rows = np.ones(len(counts), dtype=bool) if level is None else frame.in_level(column, level)
         rec: dict = {column: level} if column else {}
         f = rows & (failed == FAILED)
         s = rows & (failed == SUCCEEDED)

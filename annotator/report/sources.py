@@ -85,10 +85,10 @@ def resolve(db: Database, name: str) -> Source:
     return Source(name, kind, detail=detail)
 
 
-def _rows_for(ids: np.ndarray, tids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def rows_for(ids: np.ndarray, tids) -> tuple[np.ndarray, np.ndarray]:
     """Positions in the sorted ``ids`` of the given trajectory ids, and which of them are there."""
-    if not tids or not len(ids):
-        return np.zeros(0, dtype=np.int64), np.zeros(len(tids), dtype=bool)
+    if not len(tids) or not len(ids):
+        return np.zeros(len(tids), dtype=np.int64), np.zeros(len(tids), dtype=bool)
     arr = np.asarray(tids)
     pos = np.searchsorted(ids, arr)
     pos = np.minimum(pos, len(ids) - 1)
@@ -107,38 +107,34 @@ def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids
     return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
 
 
-def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...], rows: list) -> tuple:
+def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...],
+                      verdicts: report_tables.Verdicts) -> tuple:
     """present, absent, unknown (n, K) and onset (n, K) of one annotator over ``ids``."""
     n, k = len(ids), len(mode_ids)
     present = np.zeros((n, k), dtype=bool)
     absent = np.zeros((n, k), dtype=bool)
     unknown = np.zeros((n, k), dtype=bool)
     onset = np.full((n, k), np.nan)
-    if not rows or not n:
+    if not len(verdicts.tids) or not n:
         return present, absent, unknown, onset
-    tids, total, n_absent, codes = zip(*rows, strict=True)
-    pos, ok = _rows_for(ids, list(tids))
-    total, n_absent = np.asarray(total), np.asarray(n_absent)
-    text = ",".join(c for c in codes if c)
-    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
-    row_of = np.repeat(np.arange(len(rows)), total - n_absent)
-    keep = ok[row_of]
-    r, code, step = pos[row_of[keep]], pairs[keep, 0], pairs[keep, 1]
+    pos, ok = rows_for(ids, verdicts.tids)
+    cells = verdicts.cells[ok[verdicts.cells[:, 0]]]
+    r, code, step = pos[cells[:, 0]], cells[:, 1], cells[:, 2]
     mode, is_present = code >> 1, (code & 1) == 1
     present[r[is_present], mode[is_present]] = True
     unknown[r[~is_present], mode[~is_present]] = True
     timed = is_present & (step >= 0)
     onset[r[timed], mode[timed]] = step[timed]
-    complete = ok & (total == k)
+    complete = ok & (verdicts.total == k)
     absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
-    partial = ok & (total < k) & (n_absent > 0)
+    partial = ok & (verdicts.total < k) & (verdicts.absent > 0)
     if partial.any():
-        cells = report_tables.absent_cells(db, name, [tids[i] for i in np.flatnonzero(partial)])
+        cells = report_tables.absent_cells(db, name, verdicts.tids[partial].tolist())
         index = {m: j for j, m in enumerate(mode_ids)}
         cells = [(t, index[m]) for t, m in cells if m in index]
         if cells:
             ctids, cmodes = zip(*cells, strict=True)
-            cpos, cok = _rows_for(ids, list(ctids))
+            cpos, cok = rows_for(ids, np.asarray(ctids, dtype=str))
             absent[cpos[cok], np.asarray(cmodes)[cok]] = True
     return present, absent, unknown, onset
 
@@ -187,13 +183,21 @@ def modes_covered(decided: np.ndarray) -> np.ndarray:
 
 
 def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
-    status = np.full(len(ids), "not_started", dtype=object)
-    for st, tids in report_tables.review_status_counts(db, name).items():
-        pos, ok = _rows_for(ids, tids)
-        status[pos[ok]] = st
-    finished = status == "done"
-    reasons["not marked done (in progress)"] = int((status == "in_progress").sum())
-    reasons["not marked done (not started)"] = int((status == "not_started").sum())
+    tids, statuses = report_tables.review_statuses(db, name)
+    pos, ok = rows_for(ids, tids)
+    pos, statuses = pos[ok], statuses[ok]
+
+    def having(status: str) -> np.ndarray:
+        rows = np.zeros(len(ids), dtype=bool)
+        rows[pos[statuses == status]] = True
+        return rows
+
+    finished = having("done")
+    reviewed = np.zeros(len(ids), dtype=bool)
+    reviewed[pos] = True
+    not_started = having("not_started") | ~reviewed
+    reasons["not marked done (in progress)"] = int(having("in_progress").sum())
+    reasons["not marked done (not started)"] = int(not_started.sum())
     return finished
 
 

@@ -1,10 +1,12 @@
 """The tables reports and exports are computed from: trajectories, verdicts per source, attributions.
 
-A report over 100,000 trajectories touches millions of (trajectory, annotator, mode) cells.
-Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries here
-let SQLite fold a trajectory's verdicts into one row: counts, and the few verdicts that are
-not "absent" as a string of integer codes that numpy parses in one call (an export's lines are
-``store.export_lines``). Writing such databases for benchmarks is ``store.synthetic``.
+A report over a million trajectories touches tens of millions of (trajectory, annotator, mode)
+cells. Reading those as one Python tuple per cell costs seconds and gigabytes, so the queries
+here let SQLite fold a trajectory's verdicts into one row (counts, and the few verdicts that
+are not "absent" as a string of integer codes that numpy parses in one call) and read the rows
+a block at a time into compact numpy arrays: memory holds arrays of a few bytes per trajectory,
+never a Python object per row or cell (an export's lines are ``store.export_lines``). Writing
+such databases for benchmarks is ``store.synthetic``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
+import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
@@ -29,6 +33,87 @@ def _mode_index(mode_ids: Sequence[str]) -> tuple[str, list]:
     return "CASE s.mode_id " + " ".join("WHEN ? THEN ?" for _ in mode_ids) + " END", [
         v for i, m in enumerate(mode_ids) for v in (m, i)
     ]
+
+
+#: Rows fetched from a cursor at a time: a block's Python objects are all that exist at once.
+BLOCK = 65_536
+#: The columns trajectories are grouped by; a missing or empty value is the level "-".
+GROUP_COLUMNS = ("system", "model", "benchmark")
+
+
+@dataclass
+class TrajectoryColumns:
+    """The per-trajectory columns of the trajectories a filter selects, sorted by id."""
+
+    ids: np.ndarray  # str
+    titles: np.ndarray  # object: the titles as stored
+    codes: dict[str, np.ndarray]  # per GROUP_COLUMNS: int32 index into ``levels``
+    levels: dict[str, list[str]]  # per GROUP_COLUMNS: the distinct values, sorted
+    outcome: np.ndarray  # int8: 1 failure, 0 success, -1 anything else
+    n_steps: np.ndarray  # int64
+    tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
+
+
+def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> TrajectoryColumns:
+    """The columns of the trajectories the filter selects, read a block at a time.
+
+    The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
+    by several systems or models can be clustered without reading the task texts; it is -1
+    where the task is unknown. Each grouping column comes as codes into its sorted levels.
+    """
+    where, params = _where(flt or TrajectoryFilter())
+    groups = ", ".join(f"coalesce(nullif(t.{c}, ''), '-')" for c in GROUP_COLUMNS)
+    sql = (
+        f"SELECT t.id, t.title, {groups}, CASE t.outcome WHEN 'failure' THEN 1 WHEN 'success' THEN 0 ELSE -1 END,"
+        " t.n_steps FROM trajectories t"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    cursor = db.execute(sql + " ORDER BY t.id", params)
+    ids, titles, numbers = [], [], []
+    found: list[dict[str, int]] = [{} for _ in GROUP_COLUMNS]
+    codes: list[list[np.ndarray]] = [[] for _ in GROUP_COLUMNS]
+    while rows := cursor.fetchmany(BLOCK):
+        cols = list(zip(*rows, strict=True))
+        ids.append(np.asarray(cols[0], dtype=str))
+        titles.append(_objects(cols[1]))
+        for i, seen in enumerate(found):
+            values, inverse = np.unique(np.asarray(cols[2 + i], dtype=str), return_inverse=True)
+            local = np.asarray([seen.setdefault(v, len(seen)) for v in values.tolist()], dtype=np.int32)
+            codes[i].append(local[inverse])
+        numbers.append(np.asarray(cols[5:], dtype=np.int64))
+    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((2, 0), dtype=np.int64)
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=str)
+    levels, sorted_codes = {}, {}
+    for i, column in enumerate(GROUP_COLUMNS):
+        names = sorted(found[i])
+        rank = np.empty(len(names), dtype=np.int32)
+        rank[[found[i][v] for v in names]] = np.arange(len(names), dtype=np.int32)
+        levels[column] = names
+        sorted_codes[column] = rank[np.concatenate(codes[i])] if codes[i] else np.zeros(0, dtype=np.int32)
+    return TrajectoryColumns(
+        ids=all_ids, titles=np.concatenate(titles) if titles else _objects([]), codes=sorted_codes, levels=levels,
+        outcome=number[0].astype(np.int8), n_steps=number[1], tasks=_task_groups(db, where, params, all_ids),
+    )
+
+
+def _task_groups(db: Database, where: list[str], params: list, ids: np.ndarray) -> np.ndarray:
+    """Per trajectory of ``ids`` (sorted), its (benchmark, task) group, numbered by SQLite over the
+    selected trajectories with a task (only those are sorted by their task texts), or -1."""
+    sql = ("SELECT t.id, dense_rank() OVER (ORDER BY t.benchmark, t.task) FROM trajectories t WHERE "
+           + " AND ".join([*where, "t.task IS NOT NULL"]))
+    tasks = np.full(len(ids), -1, dtype=np.int64)
+    cursor = db.execute(sql, params)
+    while rows := cursor.fetchmany(BLOCK):
+        tids, group = zip(*rows, strict=True)
+        tasks[np.searchsorted(ids, np.asarray(tids, dtype=str))] = group
+    return tasks
+
+
+def _objects(values) -> np.ndarray:
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
 
 
 def trajectory_rows(db: Database, flt: TrajectoryFilter | None = None) -> list[tuple]:
@@ -72,17 +157,41 @@ def count_trajectories(db: Database) -> int:
     return db.execute("SELECT count(*) FROM trajectories WHERE pending IS NULL").fetchone()[0]
 
 
+@dataclass
+class Verdicts:
+    """One annotator's current verdicts on the codebook's modes, per trajectory that has any.
+
+    ``cells`` lists the verdicts that are not "absent" (the few; absent ones are only counted):
+    (position in ``tids``, 2 × mode index + 1 if present else 0, onset step or -1).
+    """
+
+    tids: np.ndarray  # str, sorted
+    total: np.ndarray  # int16: verdicts on the codebook's modes
+    absent: np.ndarray  # int16: how many of them are "absent"
+    cells: np.ndarray  # int64 (m, 3)
+
+    @classmethod
+    def join(cls, parts: Sequence[Verdicts]) -> Verdicts:
+        """Parts over consecutive ranges of trajectory ids, as one."""
+        if not parts:
+            return cls(np.zeros(0, dtype=str), np.zeros(0, np.int16), np.zeros(0, np.int16), np.zeros((0, 3), np.int64))
+        offsets = np.cumsum([0] + [len(p.tids) for p in parts[:-1]])
+        cells = np.concatenate([p.cells + [o, 0, 0] for p, o in zip(parts, offsets, strict=True)])
+        return cls(np.concatenate([p.tids for p in parts]), np.concatenate([p.total for p in parts]),
+                   np.concatenate([p.absent for p in parts]), cells)
+
+
 def verdict_rows(
     db: Database | sqlite3.Connection, annotator: str, mode_ids: Sequence[str], after: str | None = None,
     before: str | None = None,
-) -> list[tuple[str, int, int, str | None]]:
-    """One row per trajectory the annotator has current verdicts for (ids in [after, before)), folded by SQLite.
+) -> Verdicts:
+    """The annotator's verdicts on the trajectories with ids in [after, before), folded by SQLite.
 
-    (trajectory id, verdicts on the codebook's modes, how many of them are "absent", codes)
-    where codes lists the other verdicts as comma-separated integer pairs
-    ``2 * mode index + (1 if present else 0), onset step or -1``. Absent verdicts, the bulk of
-    all cells, are only counted: a trajectory with a verdict on every mode needs nothing more,
-    and :func:`absent_cells` names them for the few that lack some.
+    One row per trajectory: its verdicts on the codebook's modes, how many are "absent", and the
+    others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
+    or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
+    on every mode needs nothing more, and :func:`absent_cells` names them for the few that lack
+    some. Rows are read a block at a time into arrays.
     """
     case, params = _mode_index(mode_ids)
     marks = ", ".join("?" for _ in mode_ids)
@@ -100,12 +209,21 @@ def verdict_rows(
     if before is not None:
         sql += " AND s.trajectory_id < ?"
         args.append(before)
-    return db.execute(sql + " GROUP BY s.trajectory_id", args).fetchall()
+    cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
+    parts = []
+    while rows := cursor.fetchmany(BLOCK):
+        tids, total, n_absent, codes = zip(*rows, strict=True)
+        total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
+        text = ",".join(c for c in codes if c)
+        pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+        row = np.repeat(np.arange(len(rows)), total - n_absent)
+        parts.append(Verdicts(np.asarray(tids, dtype=str), total, n_absent, np.column_stack([row, pairs])))
+    return Verdicts.join(parts)
 
 
 def verdict_rows_many(
     db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
-) -> dict[str, list[tuple[str, int, int, str | None]]]:
+) -> dict[str, Verdicts]:
     """:func:`verdict_rows` of several annotators, read in parallel.
 
     The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
@@ -117,10 +235,10 @@ def verdict_rows_many(
     jobs = [(a, lo, hi) for a in annotators for lo, hi in bounds]
     path = db.execute("PRAGMA database_list").fetchone()[2]
     if not path or len(jobs) == 1:
-        return {a: [r for _, lo, hi in jobs if _ == a for r in verdict_rows(db, a, mode_ids, lo, hi)]
+        return {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
                 for a in annotators}
 
-    def run(job: tuple[str, str | None, str | None]) -> list:
+    def run(job: tuple[str, str | None, str | None]) -> Verdicts:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
         try:
             return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
@@ -129,10 +247,7 @@ def verdict_rows_many(
 
     with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
         results = list(pool.map(run, jobs))
-    out: dict[str, list] = {a: [] for a in annotators}
-    for (a, _, _), rows in zip(jobs, results, strict=True):
-        out[a].extend(rows)
-    return out
+    return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -174,14 +289,15 @@ def source_facts(db: Database, source: SourceName) -> SourceFacts:
     return SourceFacts(bool(reviewed), provenance is not None, provenance, origin, run_kind, detail)
 
 
-def review_status_counts(db: Database, annotator: str) -> dict[str, list[str]]:
-    """Trajectory ids per review status of one annotator."""
-    out: dict[str, list[str]] = {}
-    for tid, status in db.execute(
-        "SELECT trajectory_id, status FROM review_state WHERE annotator = ?", [annotator]
-    ):
-        out.setdefault(status, []).append(tid)
-    return out
+def review_statuses(db: Database, annotator: str) -> tuple[np.ndarray, np.ndarray]:
+    """(trajectory ids, review statuses) of one annotator's review states, read a block at a time."""
+    cursor = db.execute("SELECT trajectory_id, status FROM review_state WHERE annotator = ?", [annotator])
+    tids, statuses = [np.zeros(0, dtype=str)], [np.zeros(0, dtype=str)]
+    while rows := cursor.fetchmany(BLOCK):
+        t, st = zip(*rows, strict=True)
+        tids.append(np.asarray(t, dtype=str))
+        statuses.append(np.asarray(st, dtype=str))
+    return np.concatenate(tids), np.concatenate(statuses)
 
 
 def reviewers(db: Database) -> list[str]:

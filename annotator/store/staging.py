@@ -195,6 +195,11 @@ def stage_label_rows(db: Database, token: str, rows: Sequence[tuple]) -> int:
     return len(rows)
 
 
+def unstage_labels(db: Database, token: str, trajectory_id: str) -> int:
+    """Withdraw the labels staged for one trajectory (a later record of it replaces them); returns how many."""
+    return db.execute("DELETE FROM pending_labels WHERE token = ? AND trajectory_id = ?", [token, trajectory_id]).rowcount
+
+
 def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution],
             source: Callable[[], None] | None = None) -> None:
     """Make everything the import staged visible, in one transaction.

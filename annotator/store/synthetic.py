@@ -1,45 +1,84 @@
 """Synthetic databases: many step-less trajectories, bare labels and reviews written at once.
 
-The benchmarks measure reports over 100,000 trajectories; building a Trajectory or a Label
-object per row would dominate generating them, so these write plain tuples with one
-executemany each.
+The benchmarks measure reports over up to a million trajectories (42 million labels); building
+a Trajectory or a Label object per row would dominate generating them, so these write plain
+tuples with one executemany each, and a verdict on every mode of a trajectory reaches SQLite as
+one row that SQL expands into a label per mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from itertools import chain
 
+import numpy as np
 from sqlite_utils import Database
 
 from annotator.models import SCHEMA_VERSION
 from annotator.store.db import write
-from annotator.store.labels import make_current
 
 
-def insert_label_cells(
+def insert_label_matrices(
     db: Database,
-    rows: Iterable[tuple[str, str, str, str, int | None]],
+    trajectory_ids: Sequence[str],
+    mode_ids: Sequence[str],
+    matrices: Iterable[tuple[str, str, np.ndarray]],
     *,
-    provenance: str,
     taxonomy_hash: str | None = None,
-    created_at: datetime | None = None,
+    block: int = 50_000,
 ) -> None:
-    """Append many bare labels (trajectory_id, annotator, mode_id, verdict, onset_step) at once.
+    """Append a verdict on every (trajectory, mode) for each (annotator, provenance, onsets) of
+    ``matrices``; ``onsets`` (n, K) holds -1 for "absent" and the onset step of a "present". The
+    newest label of each cell becomes its current one.
 
-    Each becomes the current label of its cell. No evidence, quote or note: this is for
-    generated data and bulk loads, where building a Label object per cell would dominate.
+    A trajectory's K onsets go to a temporary table as one row (an executemany of n rows, not
+    n × K) and one INSERT ... SELECT joined with the modes writes its labels. The secondary
+    indexes of ``labels`` and ``label_state`` are dropped for the load and built again after it,
+    and ``label_state`` is filled once, in its key order: sorting once is far cheaper than
+    inserting 42 million rows into four indexes one by one. ``matrices`` may be a generator, so
+    only one source's matrix need exist at a time.
     """
-    stamp = (created_at or datetime.now().astimezone()).isoformat()
+    k = len(mode_ids)
+    cols = ", ".join(f"o{j}" for j in range(k))
+    pick = "CASE m.idx " + " ".join(f"WHEN {j} THEN g.o{j}" for j in range(k)) + " END"
+    insert = f"INSERT INTO label_matrix VALUES (?, {', '.join('?' for _ in range(k))})"
+    stamp = datetime.now().astimezone().isoformat()
     with write(db):
-        start = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
-        db.conn.executemany(
-            "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
-            " provenance, taxonomy_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ((SCHEMA_VERSION, t, m, a, v, o, provenance, taxonomy_hash, stamp) for t, a, m, v, o in rows),
+        indexes = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+                             " AND tbl_name IN ('labels', 'label_state')").fetchall()
+        for name, _ in indexes:
+            db.execute(f"DROP INDEX {name}")
+        first = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        db.execute("CREATE TEMP TABLE label_matrix_modes (idx INTEGER PRIMARY KEY, mode_id TEXT)")
+        db.conn.executemany("INSERT INTO label_matrix_modes VALUES (?, ?)", list(enumerate(mode_ids)))
+    for annotator, provenance, onsets in matrices:
+        with write(db):
+            db.execute(f"CREATE TEMP TABLE label_matrix (tid TEXT, {cols})")
+            for start in range(0, len(trajectory_ids), block):
+                part = np.asarray(onsets[start:start + block], dtype=np.int64).tolist()
+                db.conn.executemany(insert, ([t, *o] for t, o in zip(trajectory_ids[start:start + block], part,
+                                                                     strict=True)))
+            db.execute(
+                "INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, onset_step,"
+                " provenance, taxonomy_hash, created_at) SELECT ?, tid, mode_id, ?, CASE WHEN v >= 0 THEN 'present'"
+                f" ELSE 'absent' END, nullif(v, -1), ?, ?, ? FROM (SELECT g.tid, m.mode_id, {pick} AS v"
+                " FROM label_matrix g CROSS JOIN label_matrix_modes m)",
+                [SCHEMA_VERSION, annotator, provenance, taxonomy_hash, stamp],
+            )
+            db.execute("DROP TABLE label_matrix")
+    with write(db):
+        db.execute("DROP TABLE label_matrix_modes")
+        for _, sql in (i for i in indexes if i[0].startswith("idx_labels_")):
+            db.execute(sql)
+        # In key order, read off idx_labels_key (trajectory, annotator, mode, id): no sort.
+        db.execute(
+            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id) SELECT trajectory_id,"
+            " annotator, mode_id, id FROM labels WHERE id > ? ORDER BY trajectory_id, annotator, mode_id, id",
+            [first],
         )
-        make_current(db, start)
+        for _, sql in (i for i in indexes if not i[0].startswith("idx_labels_")):
+            db.execute(sql)
 
 
 def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:

@@ -92,11 +92,17 @@ def upsert_trajectory(db: Database, values: list, pending: str | None = None) ->
     db.execute(f"{_INSERT_TRAJECTORY} ON CONFLICT (id) DO UPDATE SET {updates}", [*values, pending])
 
 
+#: A moved step's id: one the source file gave stays; one made up from the trajectory id and
+#: the index (see ``_step_row``) is made up again from the new id, so no step keeps the name
+#: of the row an import wrote it under. Parameters: ?1 the new id, ?2 the old one.
+_MOVED_ID = "id = CASE WHEN id = ?2 || ':' || idx THEN ?1 || ':' || idx ELSE id END"
+
+
 def move_version(db: Database, source_id: str, traj_id: str) -> None:
     """Replace trajectory ``traj_id``'s steps and fields by those of the row ``source_id`` (a new
     version written aside), and drop that row; labels and reviews of ``traj_id`` stay."""
     delete_steps(db, traj_id)
-    db.execute("UPDATE steps SET trajectory_id = ? WHERE trajectory_id = ?", [traj_id, source_id])
+    db.execute(f"UPDATE steps SET trajectory_id = ?1, {_MOVED_ID} WHERE trajectory_id = ?2", [traj_id, source_id])
     cols = ", ".join(_TRAJECTORY_COLS[1:])
     db.execute(
         f"UPDATE trajectories SET ({cols}) = (SELECT {cols} FROM trajectories WHERE id = ?), pending = NULL"
@@ -163,7 +169,8 @@ MOVE_CHUNK = 20_000
 def move_steps(db: Database, source_id: str, traj_id: str, between: Callable[[], None] | None = None) -> None:
     """Give the steps of ``source_id`` to ``traj_id`` (a row that exists), ``MOVE_CHUNK`` at a time."""
     while db.execute(
-        "UPDATE steps SET trajectory_id = ? WHERE rowid IN (SELECT rowid FROM steps WHERE trajectory_id = ? LIMIT ?)",
+        f"UPDATE steps SET trajectory_id = ?1, {_MOVED_ID}"
+        " WHERE rowid IN (SELECT rowid FROM steps WHERE trajectory_id = ?2 LIMIT ?3)",
         [traj_id, source_id, MOVE_CHUNK],
     ).rowcount:
         if between is not None:

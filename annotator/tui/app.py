@@ -126,10 +126,16 @@ class AnnotatorApp(App[None]):
                 break
 
     def session(self, trajectory_id: str) -> AnnotationSession:
-        """The annotation session of a trajectory; kept, so undo still works after coming back."""
+        """The annotation session of a trajectory; kept, so undo still works after coming back.
+
+        It is blind when the app is, and on an overlap item (assigned to someone else too),
+        where agreement is measured: the review then records that it was made blind, and the
+        screen opened on it shows what the session says.
+        """
         if trajectory_id not in self._sessions:
+            blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator)
             self._sessions[trajectory_id] = AnnotationSession(
-                self.db, trajectory_id, self.annotator, self.taxonomy, blind=self.blind
+                self.db, trajectory_id, self.annotator, self.taxonomy, blind=blind
             )
         return self._sessions[trajectory_id]
 
@@ -157,11 +163,8 @@ class AnnotatorApp(App[None]):
     def _replay_screen(self, trajectory_id: str) -> ReplayScreen:
         """A replay screen of the trajectory, at the position it was left; the queue follows it."""
         self.last_opened = trajectory_id
-        # An overlap item (assigned to someone else too) opens blind: agreement is measured on it.
-        blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator)
-        return ReplayScreen(
-            self.session(trajectory_id), blind=blind, position=self.replay_positions.get(trajectory_id)
-        )
+        session = self.session(trajectory_id)
+        return ReplayScreen(session, blind=session.blind, position=self.replay_positions.get(trajectory_id))
 
     def on_unmount(self) -> None:
         self._close_store()

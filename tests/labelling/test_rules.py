@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from annotator.importers.importing import import_paths
 from annotator.labelling.rules import (
     RulesLabeller,
@@ -93,3 +96,22 @@ def test_on_the_real_mad_human_sample(db, shared_data):
     # the math proxy keeps sending the same "Continue." prompt: the humans call it FM-1.5
     assert "FM-1.5" in ag2 and len(ag2["FM-1.5"].evidence_steps) >= 2
     assert not any("FM-3.1" in v for v in found.values())
+
+
+def test_who_and_when_output_is_pinned(db, shared_data):
+    """Every hit on the 36 real Who&When runs (onset, cited steps, reason), as the detectors gave
+    them before their speed-ups: a faster detector must find exactly the same, whether it reads
+    a trajectory's steps from the model or pages them from the store."""
+    assert not import_paths(db, [shared_data / "who_and_when"]).failed
+    pinned = json.loads((Path(__file__).parents[1] / "fixtures" / "rules_who_and_when.json").read_text())
+    tax = load_taxonomy()
+    for labeller in (RulesLabeller(), RulesLabeller(db=db)):
+        found = {}
+        for summary in list_trajectories(db):
+            t = get_trajectory(db, summary.id)
+            found[Path(t.source_path).name] = {
+                v.mode_id: {"onset": v.onset_step, "evidence": v.evidence_steps, "rationale": v.rationale}
+                for v in labeller.verdicts(t, tax) if v.verdict == "present"
+            }
+        assert found == pinned
+    assert sum("FM-1.5" in v for v in pinned.values()) == 16 and sum("FM-1.3" in v for v in pinned.values()) == 13

@@ -119,6 +119,25 @@ async def test_done_confirms_and_records_absent(tui_db, read_screen):
         assert "marked done" in read_screen(app)
 
 
+async def test_done_lists_a_tag_made_under_another_codebook_by_its_id(tui_db, read_screen):
+    """A mode the codebook in use does not have (a label made under another) is named by its id."""
+    from annotator.models import Label
+    from annotator.store import open_db
+
+    db = open_db(tui_db)
+    labels.add_labels(db, [Label(trajectory_id="t1", mode_id="XY-9.9", annotator="alice", verdict="present", onset_step=2)])
+    db.close()
+    app = make_app(tui_db, "alice")
+    async with app.run_test(size=SIZE) as pilot:
+        await _open(pilot)
+        await pilot.press("D")
+        await pilot.pause()
+        assert "XY-9.9 (not in this codebook) at step 2" in read_screen(app)
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.is_running and review.get_review(app.db, "t1", "alice").status == "done"
+
+
 async def test_suggestions_accept_reject_and_jump(tui_db, read_screen):
     app = make_app(tui_db, "alice")
     async with app.run_test(size=SIZE) as pilot:

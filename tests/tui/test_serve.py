@@ -3,11 +3,13 @@
 A browser opens the URL with the token and a name, reaches the queue, opens a trajectory,
 tags a mode, and the tag is in the database (and still there after a reload, in a new app);
 requests without the token are refused on every route, the websocket included; a non-local
-address gets a generated token printed once in the URL.
+address gets a generated token printed once in the URL. A local server answers only its own
+names (no DNS rebinding), and what it pastes into its page or prints is escaped.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from annotator.store import labels, open_db
-from annotator.tui.serve import needs_token
+from annotator.tui.serve import needs_token, serve
 from tests.tui.conftest import build_db
 
 CHROMIUM = "/usr/bin/chromium"
@@ -99,8 +101,11 @@ def test_a_browser_tags_a_mode_and_it_is_stored(tmp_path):
             assert _status(base + path) == 403, path
         with sync_playwright() as p:
             # Playwright gives every launch a fresh profile of its own (it refuses --user-data-dir).
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            # rebound.example resolves to 127.0.0.1, as a DNS-rebinding attacker's name would.
+            rebinding = "--host-resolver-rules=MAP rebound.example 127.0.0.1"
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[*FLAGS, rebinding])
             page = browser.new_page(viewport={"width": 1200, "height": 800})
+            assert page.goto(f"http://rebound.example:{port}/?token=s3cret&annotator=alice").status == 403
             page.goto(url + "&annotator=alice")
             _wait_drawn(page)
             page.screenshot(path=str(tmp_path / "queue.png"))
@@ -148,3 +153,52 @@ def test_a_non_local_address_gets_a_token_printed_once(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+async def test_a_local_server_answers_only_its_own_host_and_websockets_of_its_own_pages(tmp_path):
+    """DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 is refused,
+    whether it loads the page (which holds a session key) or opens the websocket."""
+    from aiohttp import WSServerHandshakeError
+    from aiohttp.test_utils import TestClient, TestServer
+
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    port = _free_port()
+    server = serve(db_path, host="127.0.0.1", port=port, token=None)
+    async with TestClient(TestServer(await server._make_app(), host="127.0.0.1", port=port)) as client:
+        rebound = {"Host": f"rebound.example:{port}"}
+        for path in ("/", "/?annotator=alice", "/static/js/textual.js", "/ws/anything"):
+            assert (await client.get(path, headers=rebound)).status == 403, path
+        assert (await client.get("/", headers={"Host": f"127.0.0.1:{port + 1}"})).status == 403, "another port"
+        page = await client.get("/?annotator=alice", headers={"Host": f"localhost:{port}"})
+        assert page.status == 200
+        websocket = re.search(rf'"ws://localhost:{port}(/ws/[^"?]+)"', await page.text()).group(1)
+        for origin in (f"http://rebound.example:{port}", "null", None):
+            headers = {"Host": f"localhost:{port}"} | ({"Origin": origin} if origin else {})
+            with pytest.raises(WSServerHandshakeError) as refused:
+                await client.ws_connect(websocket, headers=headers)
+            assert refused.value.status == 403, origin
+    # A websocket of the server's own page is accepted: the browser test above opens one.
+
+
+async def test_the_address_the_page_was_opened_by_is_escaped_in_it(tmp_path):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    server = serve(db_path, host="0.0.0.0", port=_free_port(), token="s3cret")
+    async with TestClient(TestServer(await server._make_app(), host="127.0.0.1")) as client:
+        page = await client.get("/?token=s3cret&annotator=alice", headers={"Host": 'x"><script>alert(1)</script>'})
+        body = await page.text()
+    assert page.status == 200 and "<script>alert(1)" not in body
+    shown = "x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert f'src="http://{shown}/static/js/textual.js"' in body
+    assert f'data-session-websocket-url="ws://{shown}/ws/' in body, "the websocket too: 0.0.0.0 is no address"
+
+
+async def test_what_the_server_prints_is_inert(tmp_path, capsys):
+    server = serve(tmp_path / "mast.db", host="\x1b]0;owned\x07\x1b[2J", port=8000, token="s3cret")
+    await server.on_startup(None)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "mast serve: open http://\\x1b]0;owned" in out and "\\x1b[2J:8000/?token=s3cret" in out

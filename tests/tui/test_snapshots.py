@@ -109,7 +109,8 @@ def test_narrow_replay(tui_db, snap_compare):
 
 
 def test_queue_with_assignments(tui_db, snap_compare):
-    """alice's own assignments only, the overlap one shared with bob, and her progress with them."""
+    """alice's own assignments only, the overlap one shared with bob (blind: no outcome, no suggestions), and
+    her progress with them."""
     from annotator.store import assignments, open_db
 
     db = open_db(tui_db)

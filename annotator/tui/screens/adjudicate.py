@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
@@ -116,7 +117,7 @@ class AdjudicateScreen(ModalScreen[None]):
             try:
                 self.adj.decide(d.mode_id, choice, reason, verdict=verdict, onset_step=self.step)
             except AnnotatorError as exc:
-                self.notify(str(exc), severity="error")
+                self._refused(exc, "error")
                 return
             self._fill()
 
@@ -126,9 +127,13 @@ class AdjudicateScreen(ModalScreen[None]):
         try:
             self.adj.undo()
         except AnnotatorError as exc:
-            self.notify(str(exc))
+            self._refused(exc, "information")
             return
         self._fill()
+
+    def _refused(self, exc: AnnotatorError, severity: SeverityLevel) -> None:
+        """Say why, as plain text: the message names the two people, whose names anyone typed."""
+        self.notify(inert(str(exc)), severity=severity, markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

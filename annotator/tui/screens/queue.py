@@ -1,9 +1,10 @@
 """The queue screen: what the annotator has to do, filtered, searched, with overall progress.
 
 Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one. The outcome
-column is left out in blind mode, and so are waiting suggestions. The search looks in titles,
-ids and step text as it is typed. An annotator given trajectories by ``mast assign`` sees those
-first and only (``a`` shows everything), and the header says how far they are with them.
+column is left out in blind mode, and so are waiting suggestions; an overlap item, which opens
+blind, shows neither in its row. The search looks in titles, ids and step text as it is typed.
+An annotator given trajectories by ``mast assign`` sees those first and only (``a`` shows
+everything), and the header says how far they are with them.
 """
 
 from __future__ import annotations
@@ -19,9 +20,16 @@ from textual.widgets.data_table import ColumnKey
 from annotator.annotating import queue as work
 from annotator.annotating.adjudication import to_adjudicate
 from annotator.annotating.assignments import summary_line
+from annotator.text import one_line
 from annotator.tui.widgets.text import line
 
 STATUS_STYLE = {"not_started": "grey62", "in_progress": "bold #ffd75f", "done": "bold #87d75f"}
+
+
+def _option(value: str) -> Text:
+    """A filter's option: a value from imported data, shown as the text it is (never parsed as
+    markup), on one line."""
+    return Text(one_line(value, 200), no_wrap=True, overflow="ellipsis")
 
 
 class QueueScreen(Screen[None]):
@@ -58,8 +66,8 @@ class QueueScreen(Screen[None]):
         yield Static(id="queue-header")
         with Horizontal(id="queue-filters"):
             yield Input(placeholder="/ search titles, ids, steps", id="search")
-            yield Select([(v, v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
-            yield Select([(v, v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
+            yield Select([(_option(v), v) for v in work.filter_choices(db, "system")], prompt="system", id="system")
+            yield Select([(_option(v), v) for v in work.filter_choices(db, "model")], prompt="model", id="model")
             yield Select(
                 [("not started", "not_started"), ("in progress", "in_progress"), ("done", "done")],
                 prompt="status",
@@ -107,10 +115,12 @@ class QueueScreen(Screen[None]):
         system = line(s.system, 16) if s.system else line(s.source_format, 16, "italic grey62")
         cells = [line(s.title or s.id, 34), system, line(s.model, 20), Text(str(s.n_steps), justify="right")]
         if not self.app.blind:
-            cells.append(Text(s.outcome))
+            # An overlap item opens blind: its row tells no more than its replay screen will.
+            cells.append(Text("blind", style="#ff8787") if r.blind else line(s.outcome, 12))
         cells.append(Text(r.status.replace("_", " "), style=STATUS_STYLE[r.status]))
         if not self.app.blind:
-            cells.append(Text(str(r.pending_suggestions) if r.pending_suggestions else "", style="#d7afff"))
+            shown = r.pending_suggestions and not r.blind
+            cells.append(Text(str(r.pending_suggestions) if shown else "", style="#d7afff"))
         return cells
 
     def reload(self, follow: str | None = None, rows: list[work.QueueRow] | None = None) -> None:

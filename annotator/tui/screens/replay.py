@@ -357,8 +357,11 @@ class ReplayScreen(Screen[None]):
         body = Text()
         tagged = [lab for lab in labels.values() if lab.verdict == "present"]
         body.append("Tagged:\n" if tagged else "No mode tagged.\n", style="bold")
+        known = set(self.taxonomy.mode_ids)
         for lab in tagged:
-            body.append(f"  {lab.mode_id} {self.taxonomy.mode(lab.mode_id).name} at step {lab.onset_step}\n")
+            # A tag made under another codebook keeps its id; this one has no name for it.
+            name = self.taxonomy.mode(lab.mode_id).name if lab.mode_id in known else "(not in this codebook)"
+            body.append(f"  {inert(lab.mode_id)} {name} at step {lab.onset_step}\n")
         absent = self.session.untagged_modes()
         if absent:
             body.append(f"\n{len(absent)} untagged modes will be recorded as absent:\n", style="bold")

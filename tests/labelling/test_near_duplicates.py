@@ -1,0 +1,55 @@
+"""The shortcuts the rule detectors take are exact: each gives what the plain computation gives."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+from annotator.labelling.grounding import normalise
+from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
+from annotator.labelling.rules import _TERMINATION_LOWER, _termination_matches, is_termination
+
+#: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
+CRAFTED = [
+    "", "   ", "short", "x" * 5000, ("word \n\t  " * 900), "Straße " * 700, ("{\n    \"key\": \"value\",\n" * 300),
+    "a" * 1999 + " " * 500 + "b" * 10, "TERMINATE" + "." * 3000, "ﬁnal answer " * 300,
+]
+
+
+def who_and_when_texts(shared_data) -> list[str]:
+    texts = []
+    for path in sorted((shared_data / "who_and_when").glob("*.json")):
+        texts += [str(m.get("content") or "") for m in json.loads(path.read_text()).get("history", [])]
+    return texts
+
+
+def test_message_reads_the_normalised_head_and_its_clauses(shared_data):
+    for text in CRAFTED + who_and_when_texts(shared_data):
+        m, full = message(text), normalise(text)
+        assert m.text == full[:COMPARED_CHARS]
+        assert m.whole is False or full == m.text  # whole: nothing beyond the head
+        if len(full) <= COMPARED_CHARS and len(text) <= COMPARED_CHARS:
+            assert m.whole
+        if m.clauses is None:
+            continue
+        split = {c for c in re.split(r"[.!?;:,)(\]\[{}|]", m.text) if len(c) >= CLAUSE_CHARS}
+        assert m.clauses == split and m.clause_chars == sum(map(len, split))
+        if split:  # the key clauses hold more than half of the clause text
+            assert 2 * sum(map(len, m.keys)) > m.clause_chars and set(m.keys) <= split
+
+
+def test_termination_words_are_found_where_the_regex_scan_finds_them(shared_data):
+    rng = random.Random(7)
+    pieces = ["<", " ", "\n", "final", " answer", "_answer", "terminate", "x", ">", ".", "'"]
+    texts = [t.lower() for t in who_and_when_texts(shared_data) if t.isascii()]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(5000)]
+    for text in texts:
+        assert [m.span() for m in _termination_matches(text)] == [m.span() for m in _TERMINATION_LOWER.finditer(text)]
+
+
+def test_is_termination_on_ascii_and_other_text():
+    assert is_termination("All done. TERMINATE")
+    assert is_termination("Voilà, c'est fini. <FINAL_ANSWER> 42 </final_answer>")
+    assert not is_termination('let other participant reply me only with "TERMINATE"')
+    assert not is_termination("Le mot « final » n'y suffit pas.")
