@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import krippendorff
 import numpy as np
 import pytest
@@ -265,3 +267,24 @@ def test_intervals_over_one_trajectory_are_undefined_not_certain(db):
     assert curve[0]["share"] is not None  # the point is given, only its interval is withheld
     headers, rows = display(doc.table("onset_curve"))
     assert [row[headers.index("95% CI")] for row in rows] == ["-"] * len(rows)  # shown as not defined
+
+
+def test_a_database_in_a_folder_named_with_uri_characters_is_read_in_parallel(tmp_path):
+    """Parallel readers open the file by URI: a folder named with ?, # and % must not break them."""
+    from annotator.store import open_db
+
+    from annotator.report.render_json import render
+
+    rendered = []
+    for name in ("plain", "odd?name#and%20more"):
+        folder = tmp_path / name
+        folder.mkdir()
+        db = open_db(folder / "mast.db")
+        for i in range(6):
+            add_trajectory(db, f"t{i}")
+            label_all(db, f"t{i}", "alice", {"FM-1.1"} if i % 2 else set())
+            label_all(db, f"t{i}", "bob", {"FM-1.1"} if i % 3 else set())
+        doc = build_agreement(db, ["alice", "bob"], load_taxonomy(), replicates=0)
+        rendered.append(re.sub(r'"\d{4}-\d\d-\d\dT[\d:.+]+"', '"time"', render(doc)))  # when it was made
+        db.close()
+    assert rendered[0] == rendered[1]

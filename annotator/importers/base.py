@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,6 +202,11 @@ class ToolLinks:
                 self.late.append((call[0], s.index))
             if s.tool_name is None:
                 s.tool_name = call[1]
+
+
+def first_request(steps: Iterable[Step]) -> str | None:
+    """The content of the first user message: the task of a run whose format names none apart."""
+    return next((s.content for s in steps if s.role == "user" and s.kind == "message"), None)
 
 
 def link_tool_steps(steps: list[Step]) -> None:

@@ -38,7 +38,8 @@ import orjson
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      stable_id)
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text
 from annotator.importers.reading import iter_jsonl
@@ -332,7 +333,7 @@ def _fold_subagents(main: list[Step], files: list[Path], s: _Session,
 
 def _call_by_prompt(calls, steps: list[Step]) -> Step | None:
     """The Task/Agent call whose ``prompt`` is the sub-agent's first user message."""
-    first = next((st.content for st in steps if st.role == "user" and st.kind == "message"), None)
+    first = first_request(steps)
     for call in calls:
         prompt = obj(parse_json_maybe(call.tool_args)).get("prompt")
         if first is not None and isinstance(prompt, str) and prompt.strip() == first.strip():

@@ -17,7 +17,8 @@ from pathlib import Path
 
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      stable_id)
 from annotator.importers.detect import Head
 from annotator.importers.media import media_text, scrub_data_uris
 from annotator.importers.reading import iter_jsonl
@@ -196,7 +197,7 @@ class CodexCLI(Importer):
             title=f"codex session {session}",
             system="Codex CLI",
             model=r.model,
-            task=next((s.content for s in r.steps.steps if s.role == "user" and s.kind == "message"), None),
+            task=first_request(r.steps.steps),
             metadata={"session": r.meta, "final_message": r.final_message},
             raw=raw,
             steps=r.steps.require(path, "response items"),

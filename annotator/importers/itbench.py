@@ -30,7 +30,8 @@ import yaml
 
 from annotator.errors import ImportFailure
 from annotator.importers.accounting import Ledger
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      stable_id)
 from annotator.importers.codex_cli import rollout
 from annotator.importers.detect import Head
 from annotator.importers.reading import iter_jsonl, load_json
@@ -292,7 +293,7 @@ class ITBenchRun(Importer):
                 system="ITBench SRE Agent",
                 model=model,
                 benchmark="ITBench-SRE",
-                task=next((s.content for s in steps if s.role == "user" and s.kind == "message"), None),
+                task=first_request(steps),
                 outcome=outcome,
                 score=score,
                 metadata=meta,

@@ -25,7 +25,8 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      stable_id)
 from annotator.importers.detect import Head
 from annotator.importers.openhands_v1 import V1Events, events_of, is_v1_event
 from annotator.importers.reading import json_lines, load_json
@@ -186,8 +187,7 @@ def _trajectory(path: Path, fmt: str, events: list, record: dict, where: str, op
         title=_title(record, path),
         system="OpenHands resolver" if "issue" in record else "OpenHands",
         model=str_or_none(obj(obj(record.get("metadata")).get("llm")).get("model")) or model,
-        task=instruction or next(
-            (s.content for s in out.steps if s.role == "user" and s.kind == "message"), None),
+        task=instruction or first_request(out.steps),
         outcome=_outcome(record),
         metadata={**meta, HIDDEN: hidden} if hidden else meta,
         raw=raw,

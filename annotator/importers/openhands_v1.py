@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      stable_id)
 from annotator.importers.detect import Head
 from annotator.importers.media import uri_text
 from annotator.importers.reading import json_lines, load_json
@@ -221,7 +222,7 @@ class OpenHandsV1(Importer):
             title=path.stem,
             system="OpenHands",
             model=b.model,
-            task=next((s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
+            task=first_request(b.out.steps),
             metadata={"events": len(events)},
             raw=raw,
             steps=b.out.require(path, "events"),
@@ -250,7 +251,7 @@ class OpenHandsV1(Importer):
             title=f"OpenHands conversation {conversation}",
             system="OpenHands",
             model=str_or_none(llm.get("model")) or b.model,
-            task=next((s.content for s in b.out.steps if s.role == "user" and s.kind == "message"), None),
+            task=first_request(b.out.steps),
             outcome="failure" if status == "error" else "unknown",
             metadata={"conversation_id": conversation, "execution_status": status, "events": len(files),
                       "agent": str_or_none(obj(state.get("agent")).get("kind")),

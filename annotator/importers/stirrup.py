@@ -40,7 +40,8 @@ from pathlib import Path
 import orjson
 
 from annotator.errors import ImportFailure
-from annotator.importers.base import ImportedRecord, Importer, ImportOptions, as_text, finish, one_record, stable_id
+from annotator.importers.base import (ImportedRecord, Importer, ImportOptions, as_text, finish, first_request,
+                                      one_record, stable_id)
 from annotator.importers.detect import Head
 from annotator.importers.itbench import grade
 from annotator.importers.media import base64_size, placeholder
@@ -321,7 +322,7 @@ class Stirrup(Importer):
             system="Stirrup",
             model=model,
             benchmark="ITBench" if diagnosis is not None else None,
-            task=next((s.content for s in steps if s.role == "user" and s.kind == "message"), None),
+            task=first_request(steps),
             outcome=outcome,
             score=score,
             metadata=meta,

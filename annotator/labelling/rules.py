@@ -5,9 +5,11 @@ of) a judge. Each hit cites the steps it rests on. They are heuristics with meas
 and recall (``benchmarks/bench_rules.py``, README "Pre-labelling"); their verdicts are stored as
 suggestions of a ``rules`` run like any judge's.
 
-Each detector reads the steps once, in order, keeping only bounded state (the last messages of
-each agent, hashes of what it has seen, the first few cited steps), so a run of a million steps
-is scanned from the store a page at a time in flat memory and linear time. Each step's content is
+Each detector reads the steps once, in order, keeping little state: the last messages of each
+agent and the first few cited steps, which are bounded, and one hash per distinct tool call
+(FM-1.3) and per distinct short message (FM-1.5), which grow with what a run does not repeat.
+So a run of a million steps is scanned from the store a page at a time in linear time and in
+memory that grows only by a hash per distinct call or short message. Each step's content is
 read once for all of them (``near_duplicates.message``: normalised, its clauses hashed), and
 near-duplicates are found as ``near_duplicates`` describes.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -239,7 +240,7 @@ def verdict_rows_many(
                 for a in annotators}
 
     def run(job: tuple[str, str | None, str | None]) -> Verdicts:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=30)  # quoted: ?, # and %
         try:
             return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
         finally:
@@ -317,8 +318,8 @@ def source_names(db: Database) -> list[str]:
 
 
 def trajectory_ids(db: Database) -> list[str]:
-    """Every trajectory id, sorted."""
-    return [r[0] for r in db.execute("SELECT id FROM trajectories ORDER BY id")]
+    """Every published trajectory id, sorted (an import's unseen rows are not yet trajectories)."""
+    return [r[0] for r in db.execute("SELECT id FROM trajectories WHERE pending IS NULL ORDER BY id")]
 
 
 def last_activity(db: Database) -> dict[str, str]:
