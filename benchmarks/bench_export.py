@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
     steps = [s for s in STEPS if s in argv] or list(STEPS)
     steps = list(STEPS[: max(STEPS.index(s) for s in steps) + 1])
     results = {}
-    with tempfile.TemporaryDirectory(prefix="bench_export.", dir=bench_report.DATA) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_export.", dir=bench_report.CACHE) as tmp:  # beside its database
         for which in steps:
             done = subprocess.run([sys.executable, "-m", "benchmarks.bench_export", "--child", which, tmp],
                                   stdout=subprocess.PIPE, text=True)
