@@ -100,6 +100,17 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def _interrupt(db_path: Path, srv: FakeOpenAI, sig: int) -> None:
+    """Start a run (concurrency 2), send ``sig`` once it has made 3 requests: it exits 128 + sig
+    and says how to resume."""
+    proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
+    _wait_for(lambda: len(srv.chat_requests()) >= 3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig
+    assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+
+
 def test_a_bad_codebook_is_one_clear_error(db, db_path, server, tmp_path):
     seed(db, 1)
     bad = tmp_path / "codebook.yaml"
@@ -137,12 +148,7 @@ def test_kill_9_then_resume_sends_no_answered_request_twice(db, db_path):
 def test_ctrl_c_stops_cleanly_as_interrupted_and_resumes(db, db_path):
     seed(db, 20)
     with FakeOpenAI(latency=0.3) as srv:
-        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
-        _wait_for(lambda: len(srv.chat_requests()) >= 3)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130
-        assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+        _interrupt(db_path, srv, signal.SIGINT)
         check = open_db(db_path)
         assert get_run(check, 1).status == "interrupted"
         done = {i.trajectory_id for i in run_items(check, 1, "done")}
@@ -276,12 +282,7 @@ def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
 def test_sigterm_marks_the_run_interrupted(db, db_path):
     seed(db, 20)
     with FakeOpenAI(latency=0.3) as srv:
-        proc = _spawn(db_path, "--model", "m", "--base-url", srv.base_url, "--concurrency", "2")
-        _wait_for(lambda: len(srv.chat_requests()) >= 3)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert "resume with `mast prelabel --resume 1`" in " ".join(err.split())
+        _interrupt(db_path, srv, signal.SIGTERM)
     check = open_db(db_path)
     run = get_run(check, 1)
     assert run.status == "interrupted" and run.finished_at is not None
