@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+import sqlite_utils
 
 from annotator.errors import NotFound, StoreError
 from annotator.importers.base import ImportOptions, finish
@@ -24,6 +25,7 @@ from annotator.store.labels import (
     retract,
     suggestion_decisions,
 )
+from annotator.store.requests import run_spend
 from annotator.store.review import finished_by, get_review, review_states, set_review
 from annotator.store.runs import create_run, get_run, list_runs, update_run
 from annotator.store.schema import MIGRATIONS
@@ -61,6 +63,19 @@ def test_migrations_are_applied_once_and_idempotent(db_path):
     assert {"trajectories", "steps", "steps_fts", "labels", "label_state", "review_state", "label_runs",
             "attributions"} <= set(db.table_names())
 
+
+
+def test_spend_already_recorded_is_kept_when_payments_get_their_own_table(db_path):
+    db = sqlite_utils.Database(sqlite3.connect(db_path))
+    MIGRATIONS.apply(db, stop_before="011_request_spend")
+    db.execute("INSERT INTO llm_requests (key, model, response, tokens_in, tokens_cached, tokens_out, cost_usd,"
+               " run_id, created_at) VALUES ('k1', 'm', '{}', 1000, 200, 50, 0.25, 1, '2026-01-01')")
+    db.conn.commit()
+    db.close()
+    db = open_db(db_path)
+    spent = run_spend(db, 1)
+    assert (spent.requests, spent.tokens_in, spent.tokens_cached, spent.tokens_out, spent.cost_usd) == (
+        1, 1000, 200, 50, 0.25)
 
 def test_wal_busy_timeout_and_foreign_keys(db):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

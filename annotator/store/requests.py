@@ -47,7 +47,7 @@ def cached_keys(db: Database, keys: Iterable[str]) -> set[str]:
 
 
 class Spend(BaseModel):
-    """What a run has sent and paid for, summed over the responses it stored."""
+    """What a run has sent and paid for, summed over the responses it paid for (`llm_spend`)."""
 
     requests: int = 0
     tokens_in: int = 0
@@ -72,24 +72,30 @@ def store_response(
     tokens_out: int,
     cost_usd: float,
 ) -> None:
-    """Keep a response under its key with the run that paid for it (first writer wins: a
-    response is never replaced)."""
+    """Keep a response under its key (first writer wins: a response is never replaced) and what
+    the run that received it paid (always: two runs that sent the same request both paid)."""
+    stamp = utcnow().isoformat()
     with write(db):
         db.execute(
             "INSERT OR IGNORE INTO llm_requests (key, trajectory_id, model, endpoint_host, response, tokens_in,"
             " tokens_cached, tokens_out, cost_usd, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [key, trajectory_id, model, endpoint_host, response, tokens_in, tokens_cached, tokens_out, cost_usd,
-             run_id, utcnow().isoformat()],
+             run_id, stamp],
+        )
+        db.execute(
+            "INSERT INTO llm_spend (key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, stamp],
         )
 
 
 def run_spend(db: Database, run_id: int) -> Spend:
-    """A run's requests, tokens and cost over every session of it, from the stored responses."""
+    """A run's requests, tokens and cost over every session of it, from what it paid for."""
     by_model = {
         r[0]: Spend(requests=r[1], tokens_in=r[2], tokens_cached=r[3], tokens_out=r[4], cost_usd=r[5])
         for r in db.execute(
             "SELECT model, count(*), sum(tokens_in), sum(tokens_cached), sum(tokens_out), sum(cost_usd)"
-            " FROM llm_requests WHERE run_id = ? GROUP BY model ORDER BY model",
+            " FROM llm_spend WHERE run_id = ? GROUP BY model ORDER BY model",
             [run_id],
         )
     }

@@ -444,3 +444,34 @@ def _m010_import_sources(db: Database) -> None:
             PRIMARY KEY (path, importer, options)
         )"""
     )
+
+
+@MIGRATIONS(name="011_request_spend")
+def _m011_request_spend(db: Database) -> None:
+    """Every response a run paid for, apart from the cache that keeps the first of them.
+
+    ``llm_requests`` is the cache: one response per key, the first writer wins. Two processes
+    that send the same request at once both pay for it, and the second one's tokens and cost
+    were dropped with its response. ``llm_spend`` records each paid response on its own row,
+    so a run's totals count every request it sent; the rows already stored are its first rows.
+    """
+    db.execute(
+        """
+        CREATE TABLE llm_spend (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL,
+            run_id INTEGER,
+            model TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_cached INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        "INSERT INTO llm_spend (key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, created_at)"
+        " SELECT key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, created_at FROM llm_requests"
+        " ORDER BY created_at"
+    )
+    db.execute("CREATE INDEX idx_llm_spend_run ON llm_spend(run_id)")

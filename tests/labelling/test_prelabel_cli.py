@@ -256,6 +256,26 @@ def test_identical_trajectories_in_flight_together_are_asked_and_paid_once(db, d
     assert run.tokens_in == stored[1]
 
 
+def test_two_runs_that_send_the_same_request_at_once_each_count_what_they_paid(db, db_path):
+    seed(db, 1)
+    with FakeOpenAI(latency=5.0) as srv:  # both ask before either's answer is back
+        runs = [_spawn(db_path, "--model", "gpt-4o-mini", "--base-url", srv.base_url) for _ in range(2)]
+        for proc in runs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+        assert len(srv.chat_requests()) == 2  # both runs missed the cache and paid for the same request
+    check = open_db(db_path)
+    assert check.execute("SELECT count(*) FROM llm_requests").fetchone()[0] == 1  # the cache keeps one answer
+    price = price_for("gpt-4o-mini")
+    for run_id in (1, 2):
+        run = get_run(check, run_id)
+        paid = check.execute("SELECT count(*), sum(tokens_in), sum(tokens_out), sum(tokens_cached) FROM llm_spend"
+                             " WHERE run_id = ?", [run_id]).fetchone()
+        assert run.status == "completed" and run.counts["done"] == 1
+        assert (run.counts["sent"], run.tokens_in, run.tokens_out) == (1, paid[1], paid[2]) and paid[0] == 1
+        assert paid[1] > 0 and run.cost_usd > 0 and run.cost_usd == pytest.approx(price.cost(paid[1], paid[2], paid[3]))
+
+
 def test_a_killed_session_loses_no_spend_from_the_record(db, db_path):
     seed(db, 30)
     with FakeOpenAI(latency=0.25) as srv:
