@@ -13,12 +13,14 @@ Targets on the 2-core machine: each import ≤ 5 s at ≤ 300 MB peak RSS.
 from __future__ import annotations
 
 import shutil
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 
 from benchmarks.bench_import import HERE, MAST, run_measured
+from benchmarks.targets import Targets
 
 DATA = HERE / ".data" / "agent_sessions"
 SID = "bench-session"
@@ -93,7 +95,8 @@ def make_exec(path: Path) -> Path:
     return path
 
 
-def main() -> None:
+def main() -> int:
+    targets = Targets()
     shutil.rmtree(DATA, ignore_errors=True)
     DATA.mkdir(parents=True)
     session = make_claude(DATA / "claude")
@@ -110,8 +113,11 @@ def main() -> None:
         again, again_cpu, _, out_again = run_measured([*MAST, "--db", str(db), "import", "-q", str(path)])
         assert "1 imported" in out and "1 unchanged" in out_again, (out, out_again)
         print(f"{label}: {size:.1f} MB imported in {seconds:.2f} s wall ({cpu:.2f} s CPU), peak RSS {rss:.0f} MB;"
-              f" re-import (unchanged) {again:.2f} s wall ({again_cpu:.2f} s CPU) (targets: ≤ 5 s, ≤ 300 MB)")
+              f" re-import (unchanged) {again:.2f} s wall ({again_cpu:.2f} s CPU)\n  "
+              + targets.at_most(f"{label}: import", seconds, 5, " s") + ", "
+              + targets.at_most(f"{label}: peak RSS", rss, 300, " MB"))
+    return targets.exit_code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -39,6 +39,7 @@ from annotator.taxonomy import load_taxonomy
 
 from benchmarks.judge_server import API_KEY, LabelPass, judge_server, seed
 from benchmarks.judge_server import label as label_pass
+from benchmarks.targets import Targets
 
 LATENCY = 0.2
 AGENTDASH = "agentdash==0.1.0"
@@ -106,19 +107,25 @@ def main(argv: list[str]) -> int:
     c1, c64 = runs[1], runs[64]
     overhead_wall = (c1.wall / c1.sent - LATENCY) * 1000
     ideal64 = n * LATENCY / 64
+    targets = Targets()
     print()
-    print(f"concurrency 64 vs ideal {ideal64:.2f} s: {c64.wall / ideal64:.2f}x   target <= 1.5x")
-    print(f"runner overhead per request: {c64.cpu / c64.sent * 1000:.2f} ms CPU at concurrency 64;"
+    print(f"concurrency 64 vs ideal {ideal64:.2f} s: {c64.wall / ideal64:.2f}x   "
+          + targets.at_most("concurrency 64 vs ideal", c64.wall / ideal64, 1.5, "x"))
+    overhead = c64.cpu / c64.sent * 1000
+    print(f"runner overhead per request: {overhead:.2f} ms CPU at concurrency 64;"
           f" {bare1.wall / bare1.sent * 1000:.2f} ms round trip with no latency;"
-          f" {overhead_wall:.2f} ms beyond the 200 ms at concurrency 1   target <= 5 ms")
-    print(f"fully cached re-run of {n:,}: {cached.wall:.2f} s   target <= 2 s")
+          f" {overhead_wall:.2f} ms beyond the 200 ms at concurrency 1   "
+          + targets.at_most("runner overhead", overhead, 5, " ms"))
+    print(f"fully cached re-run of {n:,}: {cached.wall:.2f} s   "
+          + targets.at_most("cached re-run", cached.wall, 2, " s"))
     if ad_wall is None:
         print(f"agentdash: not measured: {ad_note}")
+        targets.missed.append("agentdash not measured")
     else:
         print(f"speed-up over agentdash on the same {n:,}: {ad_wall / c64.wall:.1f}x at concurrency 64,"
-              f" {ad_wall / runs[16].wall:.1f}x at the default 16, {ad_wall / c1.wall:.2f}x at 1"
-              f"   target >= 30x")
-    return 0
+              f" {ad_wall / runs[16].wall:.1f}x at the default 16, {ad_wall / c1.wall:.2f}x at 1   "
+              + targets.at_least("speed-up over agentdash", ad_wall / c64.wall, 30, "x"))
+    return targets.exit_code
 
 
 if __name__ == "__main__":

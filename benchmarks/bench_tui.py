@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from annotator.models import Label, Step, Trajectory
 from annotator.store import labels, open_db
 from annotator.store.trajectories import save_trajectory
 from annotator.tui.app import make_app
+
+from benchmarks.targets import Targets
 
 N_STEPS = 10_000
 BIG_EVERY = 25
@@ -50,7 +53,7 @@ def _ms(values: list[float]) -> str:
     return f"median {statistics.median(values) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, max {values[-1] * 1000:.1f} ms"
 
 
-async def measure(path: Path) -> None:
+async def measure(path: Path, targets: Targets) -> None:
     app = make_app(path, "bench")
     async with app.run_test(size=(140, 42)) as pilot:
         await pilot.pause()
@@ -59,7 +62,8 @@ async def measure(path: Path) -> None:
         await pilot.pause()
         opened = time.perf_counter() - start
         assert screen.is_mounted and screen.n_steps == N_STEPS
-        print(f"open a {N_STEPS:,}-step trajectory: {opened * 1000:.0f} ms")
+        print(f"open a {N_STEPS:,}-step trajectory: {opened * 1000:.0f} ms   "
+              + targets.at_most("open", opened * 1000, 500, " ms"))
 
         await pilot.press("R")
         idle = []
@@ -78,7 +82,8 @@ async def measure(path: Path) -> None:
                 big_moves.append(elapsed)
         print(f"one step move (j, {MOVES} moves): {_ms(moves)}")
         share = statistics.median(moves) - statistics.median(idle)
-        print(f"one step move, app's share (median j - median z): {share * 1000:.1f} ms")
+        print(f"one step move, app's share (median j - median z): {share * 1000:.1f} ms   "
+              + targets.at_most("step move", share * 1000, 50, " ms"))
         print(f"moves onto a {BIG_BYTES / 1e6:.0f} MB step ({len(big_moves)}): {_ms(big_moves)}")
 
         await pilot.press("g", "j", "j", "j")
@@ -115,14 +120,16 @@ async def measure(path: Path) -> None:
         print(f"look after another annotator tagged (queries, panel updated, before drawing): {_ms(shown)}")
 
 
-def main() -> None:
+def main() -> int:
+    targets = Targets()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         start = time.perf_counter()
         build(path)
         print(f"built the database in {time.perf_counter() - start:.1f} s")
-        asyncio.run(measure(path))
+        asyncio.run(measure(path, targets))
+    return targets.exit_code
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
