@@ -368,7 +368,11 @@ class RulesLabeller:
         return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS))
 
     def verdicts(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
-        wanted = {m: d for m, d in self.detectors.items() if m in taxonomy.mode_ids}
+        return self.verdicts_for(trajectory, taxonomy.mode_ids)
+
+    def verdicts_for(self, trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:
+        """Verdicts for the detected modes among ``mode_ids`` (a taxonomy's, as a worker process gets them)."""
+        wanted = {m: d for m, d in self.detectors.items() if m in mode_ids}
         found = scan(self._steps(trajectory), trajectory.task, wanted)
         quotes = self._onset_quotes(trajectory, [hit.steps[0] for _, hit in found.values() if hit is not None])
         out = []
