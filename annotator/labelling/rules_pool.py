@@ -8,6 +8,12 @@ verdicts come back to the runner, which stays the only writer and stores each tr
 labels in one transaction as before. An in-memory database (nothing to share) or one core
 runs them in process.
 
+A run of one long trajectory would still be one core's work, so a trajectory of at least
+``SPLIT_STEPS`` steps is scanned twice at once, by two workers: one runs the near-duplicate
+detector (FM-1.3, about half of a scan), the other the rest. Each reads the steps and reads
+their text for itself (the detectors share nothing else), so the two together cost more CPU
+than one scan, and the run ends sooner.
+
 A worker ignores SIGINT (Ctrl-C reaches the whole process group: stopping the run is the
 runner's to do, which then ends the workers) and does not wake the runner's event loop with
 the signal-wakeup descriptor it inherits.
@@ -20,6 +26,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Sequence
+from itertools import chain
 from concurrent.futures import ProcessPoolExecutor
 from types import TracebackType
 
@@ -30,6 +37,11 @@ from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Trajectory
 from annotator.store import open_db
 from annotator.taxonomy import Taxonomy
+
+#: Steps from which a trajectory's detectors are split over two workers.
+SPLIT_STEPS = 50_000
+#: The modes of the first of the two scans of a long trajectory.
+HEAVY = ("FM-1.3",)
 
 #: The worker process's labeller, over its own connection (set by ``_start``).
 _worker: RulesLabeller | None = None
@@ -65,8 +77,11 @@ class PooledRules:
     kind = "rules"
     needs_steps = False
 
-    def __init__(self, db: Database, detectors: dict[str, type[_Detector]] | None = None, workers: int | None = None):
+    def __init__(self, db: Database, detectors: dict[str, type[_Detector]] | None = None, workers: int | None = None,
+                 split_steps: int = SPLIT_STEPS):
+        self.db = db
         self.local = RulesLabeller(detectors, db=db)
+        self.split_steps = split_steps
         self.path = database_file(db)
         self.workers = cores() if workers is None else workers
         if not self.path or "fork" not in multiprocessing.get_all_start_methods():
@@ -81,7 +96,14 @@ class PooledRules:
             self.pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("fork"), initializer=_start,
                                             initargs=(self.path, self.local.detectors))
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, _verdicts, trajectory, taxonomy.mode_ids)
+        groups = [taxonomy.mode_ids]
+        last = self.db.execute("SELECT max(idx) FROM steps WHERE trajectory_id = ?", [trajectory.id]).fetchone()[0]
+        if last is not None and last + 1 >= self.split_steps:
+            heavy = [m for m in taxonomy.mode_ids if m in HEAVY]
+            groups = [g for g in (heavy, [m for m in taxonomy.mode_ids if m not in heavy]) if g]
+        found = await asyncio.gather(*(loop.run_in_executor(self.pool, _verdicts, trajectory, g) for g in groups))
+        order = {m: i for i, m in enumerate(self.local.detectors)}
+        return sorted(chain.from_iterable(found), key=lambda v: order[v.mode_id])
 
     def close(self) -> None:
         """End the workers, at once: a run stopped midway does not wait for the trajectories they hold."""
