@@ -41,10 +41,11 @@ NUDGE_LOOP = 3
 NUDGE_CHARS = 300
 
 _TERMINATION = re.compile(r"\bterminate\b|\bfinal answer\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
-#: Letters each match holds at a fixed distance from its start ("nate" 5 into "terminate", "nal" 2
-#: into "final"), chosen without i and s: IGNORECASE matches these letters with ASCII ones only
-#: (i also with ı and İ, s with ſ), so an ASCII-lowered copy of the text finds every match's start.
-_ANCHORS = ((b"nate", 5), (b"nal", 2))
+#: Letters each match holds at a fixed distance from its start, with the letters it starts with:
+#: "nate" 5 into "terminate" after "ter", "nal an" or "nal_an" 2 into "final answer" after "f".
+#: None of them is i or s: IGNORECASE matches these letters with ASCII ones only (i also with ı
+#: and İ, s with ſ), so an ASCII-lowered copy of the text finds every match's start.
+_ANCHORS = ((b"nate", 5, b"ter"), (b"nal an", 2, b"f"), (b"nal_an", 2, b"f"))
 #: A termination word that is talked about rather than said: quoted, or what someone is told to
 #: reply with (AG2's Computer_terminal: 'let other participant reply me only with "TERMINATE"').
 _QUOTES = "\"'“”‘’`"
@@ -111,15 +112,16 @@ def _termination_matches(text: str) -> Iterator[re.Match]:
     """
     letters = text.encode("ascii", "replace").lower()
     starts = set()
-    for anchor, offset in _ANCHORS:
+    for anchor, offset, head in _ANCHORS:
         at = letters.find(anchor, offset)
         while at >= 0:
             start = bracket = at - offset
-            starts.add(start)
-            while bracket and text[bracket - 1].isspace():
-                bracket -= 1
-            if bracket and text[bracket - 1] == "<":
-                starts.add(bracket - 1)
+            if letters.startswith(head, start):
+                starts.add(start)
+                while bracket and text[bracket - 1].isspace():
+                    bracket -= 1
+                if bracket and text[bracket - 1] == "<":
+                    starts.add(bracket - 1)
             at = letters.find(anchor, at + 1)
     end = 0
     for at in sorted(starts):

@@ -8,7 +8,7 @@ import re
 
 from annotator.labelling.grounding import normalise
 from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
-from annotator.labelling.rules import _TERMINATION, _termination_matches, is_termination
+from annotator.labelling.rules import _ANCHORS, _TERMINATION, _termination_matches, is_termination
 
 #: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
 CRAFTED = [
@@ -51,7 +51,9 @@ def test_termination_words_are_found_where_the_regex_scan_finds_them(shared_data
 
 def test_the_anchor_letters_match_ascii_letters_only():
     """What the anchors rest on: IGNORECASE matches their letters with no character beyond ASCII."""
-    for letter in "natel":
+    letters = {chr(c) for anchor, _, head in _ANCHORS for c in anchor + head}
+    assert letters - {" ", "_"} <= set("aeflnrt")
+    for letter in letters:
         assert not [c for c in range(0x80, 0x110000) if re.fullmatch(letter, chr(c), re.IGNORECASE)]
 
 
