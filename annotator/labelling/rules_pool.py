@@ -109,12 +109,10 @@ class PooledRules:
         """End the workers, at once: a run stopped midway does not wait for the trajectories they hold."""
         if self.pool is None:
             return
-        processes = list(self.pool._processes.values())  # no public way to end them before 3.14
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:
+        for p in list(self.pool._processes.values()):  # no public way to end them before 3.14
             p.terminate()
-        for p in processes:
-            p.join()
+        # the pool's own thread reaps them: a second waiter would race it for their exit status
+        self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
 
     def __enter__(self) -> PooledRules:
