@@ -17,9 +17,9 @@ converts what it can and names the field it cannot.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import get_args
 
