@@ -298,8 +298,8 @@ def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: b
     if rater_terms is not None:
         plan.add("fleiss", rater_terms[0])
         plan.add("alpha", rater_terms[1])
-    for lab in labels:  # read: the differences above are all the agreement needs of them
-        lab.onset = lab.onset[:0]
+    for lab in labels:  # read: the differences above are all the agreement needs of them (a new
+        lab.onset = np.empty((0, k))  # array, as a view would keep the matrix alive)
     return Walked(totals, cells, onset_totals, onset_clusters, sums, complete)
 
 
