@@ -250,8 +250,9 @@ class Walked:
 
 def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: bootstrap.Plan) -> Walked:
     """Every per-trajectory term of the agreement, computed a block of :data:`ROWS` trajectories at
-    a time (two blocks at once, one per core), and the columns the bootstrap resamples added to ``plan`` (bool and small integers,
-    stored as int8): what is held over all trajectories is a byte per term, never a float matrix.
+    a time (two blocks at once, one per core), and the columns the bootstrap resamples added to
+    ``plan`` (bool and small integers, stored as int8): what is held over all trajectories is a
+    byte per term, never a float matrix.
 
     With every cell decided by every source, Fleiss' κ and α follow from the pairs' replicated
     tables (:func:`annotator.report.agreement.alpha_sums_from_pairs`), so their terms are only
