@@ -186,8 +186,9 @@ def _drop(db: Database, traj_id: str) -> None:
 
 def _staged(db: Database) -> str:
     """The table where this connection keeps the labels of the file it is importing until it
-    publishes them: a temporary one, the connection's own, so keeping them writes nothing to
-    the database (no write lock, no log to replay) and a process that dies leaves none behind.
+    publishes them: a temporary one, the connection's own, so keeping them adds nothing to the
+    database file or its log (the import's transaction holds the write lock, as before) and a
+    process that dies leaves none behind.
     A connection imports one file at a time, so the table holds that file's labels alone."""
     db.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_labels (seq INTEGER PRIMARY KEY, {LABEL_COLUMNS})")
     return "temp.staged_labels"
