@@ -15,7 +15,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from annotator.report import agreement as ag
 from annotator.report import bootstrap
-from annotator.report.alpha import alpha_from_coincidences, coincidences, krippendorff_alpha_nominal
+from annotator.report.alpha import alpha_from_coincidences, coincidences
 from annotator.report.prevalence import wilson
 
 
@@ -71,29 +71,33 @@ def test_precision_recall_f1_hand_and_sklearn():
 def test_fleiss_hand_statsmodels_and_sums():
     # 3 raters; units with 3, 0, 2, 1 "present": P_i = 1, 1, 1/3, 1/3 -> P̄ = 2/3; p = 0.5 -> κ = 1/3
     ones = np.array([3, 0, 2, 1])
-    assert ag.fleiss(ones, 3) == pytest.approx(1 / 3)
     data = np.array([[1, 1, 1], [0, 0, 0], [1, 1, 0], [1, 0, 0]])
     assert fleiss_kappa(aggregate_raters(data)[0], method="fleiss") == pytest.approx(1 / 3)
-    raters = ag.Raters(ones=ones[:, None].astype(float), decided=np.full((4, 1), 3.0), m=3)
+    raters = ag.Raters(ones=ones[:, None], decided=np.full((4, 1), 3), m=3)
     assert ag.fleiss_from_terms(raters.fleiss_terms().sum(axis=0), 1, 3)[0] == pytest.approx(1 / 3)
+    # two modes: the pooled column treats every (unit × mode) cell as a unit
+    rng = np.random.default_rng(8)
+    y = rng.random((30, 2, 3)) < 0.4
+    raters = ag.Raters.of(list(y.transpose(2, 0, 1)), [np.ones((30, 2), bool)] * 3)
+    kappas = ag.fleiss_from_terms(raters.fleiss_terms().sum(axis=0), 2, 3)
+    for j, cells in enumerate((y[:, 0], y[:, 1], y.reshape(60, 3))):
+        assert kappas[j] == pytest.approx(fleiss_kappa(aggregate_raters(cells.astype(int))[0]), abs=1e-9)
 
 
 def test_alpha_hand_and_reference_package():
     # 2 coders, units (1,1) (0,0) (1,0) (0,0): o11 = 2, o00 = 4, o10 = 1; n1 = 3, n0 = 5, n = 8
     # α = 1 - (n - 1) · 2·o10 / (2·n1·n0) = 1 - 7·2/30 = 8/15
     r = np.array([[1, 0, 1, 0], [1, 0, 0, 0]], dtype=float)
-    assert krippendorff_alpha_nominal(r, n_coders=2) == pytest.approx(8 / 15)
     terms = coincidences((r == 1).sum(axis=0), (r == 0).sum(axis=0))
     assert alpha_from_coincidences(*(x.sum() for x in terms)) == pytest.approx(8 / 15)
     assert krippendorff.alpha(reliability_data=r, level_of_measurement="nominal") == pytest.approx(8 / 15)
     rng = np.random.default_rng(3)
-    for n_coders, cats in ((3, 2), (4, 3)):
-        data = rng.integers(0, cats, size=(n_coders, 40)).astype(float)
+    for n_coders in (3, 4):
+        data = rng.integers(0, 2, size=(n_coders, 40)).astype(float)
         data[rng.random(data.shape) < 0.15] = np.nan
-        ours = krippendorff_alpha_nominal(data, n_coders=n_coders)
+        raters = ag.Raters.of(list(data[:, :, None] == 1), list(~np.isnan(data[:, :, None])))
+        ours = ag.alpha_from_terms(raters.alpha_terms().sum(axis=0), 1)[0]
         assert ours == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
-    with pytest.raises(ValueError, match="coders as rows"):
-        krippendorff_alpha_nominal(data.T, n_coders=n_coders)
 
 
 def test_fisher_risk_and_odds_ratio_hand(db):
@@ -263,16 +267,16 @@ def test_bootstrap_count_formulas_match_the_libraries_on_resampled_data():
     y = (rng.random((n, 3)) < 0.35).astype(int)
     w = next(bootstrap.weights(n, 1, seed=11))[0].astype(int)
     rows = np.repeat(np.arange(n), w)
-    pair = ag.Pair.of(y[:, 0:1] == 1, np.ones((n, 1), bool), y[:, 1:2] == 1, np.ones((n, 1), bool))
-    counts = ag.split_counts(w @ pair.per_row(), 1)
+    pair = ag.pair_terms(y[:, 0:1] == 1, np.ones((n, 1), bool), y[:, 1:2] == 1, np.ones((n, 1), bool))
+    counts = ag.split_counts(w @ pair, 1)
     assert ag.kappa_from_counts(*counts)[0] == pytest.approx(cohen_kappa_score(y[rows, 0], y[rows, 1]))
     raters = ag.Raters(ones=y.sum(axis=1, keepdims=True).astype(float), decided=np.full((n, 1), 3.0), m=3)
     fl = ag.fleiss_from_terms(w @ raters.fleiss_terms(), 1, 3)[0]
     assert fl == pytest.approx(fleiss_kappa(aggregate_raters(y[rows])[0]), rel=1e-5)
     derived = ag.fleiss_sums_from_alpha(w @ raters.alpha_terms(), 1, 3)  # every unit complete
     assert derived == pytest.approx(w @ raters.fleiss_terms(), rel=1e-5)
-    every_pair = [w @ ag.Pair.of(y[:, i:i + 1] == 1, np.ones((n, 1), bool), y[:, j:j + 1] == 1,
-                                 np.ones((n, 1), bool)).per_row() for i, j in ((0, 1), (0, 2), (1, 2))]
+    every_pair = [w @ ag.pair_terms(y[:, i:i + 1] == 1, np.ones((n, 1), bool), y[:, j:j + 1] == 1,
+                                    np.ones((n, 1), bool)) for i, j in ((0, 1), (0, 2), (1, 2))]
     assert ag.alpha_sums_from_pairs(every_pair, 1, 3) == pytest.approx(w @ raters.alpha_terms(), rel=1e-5)
     al = ag.alpha_from_terms(w @ raters.alpha_terms(), 1)[0]
     assert al == pytest.approx(krippendorff.alpha(reliability_data=y[rows].T.astype(float),

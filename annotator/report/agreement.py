@@ -1,13 +1,14 @@
 """Agreement statistics between label sources, per mode and pooled over (trajectory × mode) cells.
 
-Point estimates come from the libraries: Cohen's κ from ``sklearn.metrics.cohen_kappa_score``,
-Fleiss' κ from ``statsmodels.stats.inter_rater.fleiss_kappa`` (on the units × categories
-count table), precision/recall/F1 from ``precision_recall_fscore_support``;
-Krippendorff's α from :mod:`annotator.report.alpha` and Gwet's AC1 from :mod:`annotator.report.gwet`.
-Every one of them is also a function of a
-few sums over trajectories (2×2 cell counts, per-unit agreement, coincidences), which is how
-the seeded cluster bootstrap computes thousands of replicates as matrix products; the tests
-check the sum formulas against the libraries on the same data.
+Cohen's κ comes from ``sklearn.metrics.cohen_kappa_score`` and precision/recall/F1 from
+``precision_recall_fscore_support`` (both on the four cells of the 2×2 table, weighted).
+Fleiss' κ, Krippendorff's α (:mod:`annotator.report.alpha`) and Gwet's AC1
+(:mod:`annotator.report.gwet`) are functions of a few sums over trajectories (2×2 cell counts,
+per-unit agreement, coincidences): the point estimate is the function of the sums over every
+trajectory, and the seeded cluster bootstrap computes thousands of replicates of the same sums
+as matrix products. Over a million trajectories × 14 modes no units × raters matrix is built;
+the tests check the sum formulas against statsmodels' ``fleiss_kappa``, the ``krippendorff``
+package and sklearn on the same data.
 
 Rare modes make κ and α meaningless (the kappa paradox: 98% agreement with κ ≈ 0), so a mode
 with fewer than ``MIN_POSITIVES`` trajectories marked present by any source is reported with
@@ -21,13 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
-from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotator.report.alpha import (
-    alpha_from_coincidences,
-    coincidences,
-    krippendorff_alpha_nominal,
-)
+from annotator.report.alpha import alpha_from_coincidences, coincidences
 from annotator.report.bootstrap import ratio
 from annotator.report.gwet import ac1_many_raters, ac1_two_raters
 
@@ -35,45 +31,34 @@ MIN_POSITIVES = 10
 POOLED = "all modes (pooled)"
 
 
-def with_pooled(cols: list[np.ndarray]) -> np.ndarray:
-    """Per-row terms laid out as every (n, K) column block side by side, then each block's row sum."""
-    per_mode = np.concatenate([np.asarray(x, dtype=np.float32) for x in cols], axis=1)
-    pooled = np.column_stack([np.asarray(x, dtype=np.float32).sum(axis=1) for x in cols])
-    return np.concatenate([per_mode, pooled], axis=1)
+def pair_terms(p1: np.ndarray, k1: np.ndarray, p2: np.ndarray, k2: np.ndarray) -> np.ndarray:
+    """Per-trajectory terms of two sources' 2×2 tables: a, a + b, a + c, a + b + c + d per mode,
+    bool (n, 4 K); ``a`` both present, ``b`` only the first, ``c`` only the second, ``d`` neither,
+    over the cells both decided.
 
-
-@dataclass
-class Pair:
-    """Two sources' cells: ``a`` both present, ``b`` only the first, ``c`` only the second, ``d`` neither.
-
-    Each is a bool (n, K) matrix over the rows where both sources decided the cell.
+    These margins rather than the four cells: "first present" and "both decided" are the
+    same columns for every pair and mode a source decided everywhere, so the bootstrap
+    resamples them once (:func:`annotator.report.bootstrap.distinct_columns`). The pooled
+    table is the sum of the modes' (:func:`split_counts`), so it needs no columns of its own.
     """
+    both = k1 & k2
+    first, second = p1 & both, p2 & both
+    return np.concatenate([first & second, first, second, both], axis=1)
 
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    d: np.ndarray
 
-    @classmethod
-    def of(cls, p1: np.ndarray, k1: np.ndarray, p2: np.ndarray, k2: np.ndarray) -> Pair:
-        both = k1 & k2
-        return cls(p1 & p2 & both, p1 & ~p2 & both, ~p1 & p2 & both, ~p1 & ~p2 & both)
-
-    def per_row(self) -> np.ndarray:
-        """Per-trajectory terms a, a + b, a + c, a + b + c + d per mode, then pooled: (n, 4 (K + 1)).
-
-        These margins rather than the four cells: "first present" and "both decided" are the
-        same columns for every pair and mode a source decided everywhere, so the bootstrap
-        resamples them once (:func:`annotator.report.bootstrap.distinct_columns`).
-        """
-        return with_pooled([self.a, self.a | self.b, self.a | self.c, self.a | self.b | self.c | self.d])
+def with_pooled(sums: np.ndarray, k: int, blocks: int) -> list[np.ndarray]:
+    """Each of the ``blocks`` per-mode blocks of summed terms (..., blocks × K), with its pooled
+    column (the sum over the modes) appended: (..., K + 1) each."""
+    out = []
+    for i in range(blocks):
+        block = sums[..., i * k:(i + 1) * k]
+        out.append(np.concatenate([block, block.sum(axis=-1, keepdims=True)], axis=-1))
+    return out
 
 
 def split_counts(sums: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
-    """(a, b, c, d) each (..., K + 1) from sums laid out as :meth:`Pair.per_row`."""
-    blocks = [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 4 * k + i:4 * k + i + 1]], axis=-1)
-              for i in range(4)]
-    a, first, second, both = blocks
+    """(a, b, c, d) each (..., K + 1), the pooled table last, from summed :func:`pair_terms`."""
+    a, first, second, both = with_pooled(sums, k, 4)
     return a, first - a, second - a, both - first - second + a
 
 
@@ -127,34 +112,44 @@ def reference_scores(a: float, b: float, c: float, d: float) -> tuple[float, flo
 
 @dataclass
 class Raters:
-    """Three or more sources on the same cells: per unit, how many said present and decided."""
+    """Two or more sources on the same cells: per unit, how many said present and decided."""
 
     ones: np.ndarray  # (n, K) sources saying present
     decided: np.ndarray  # (n, K) sources that decided the cell
     m: int  # number of sources
 
+    @classmethod
+    def of(cls, present: list[np.ndarray], known: list[np.ndarray]) -> Raters:
+        """From each source's present and decided (n, K) bool matrices."""
+        return cls(ones=np.sum(present, axis=0, dtype=np.int16), decided=np.sum(known, axis=0, dtype=np.int16),
+                   m=len(present))
+
     def complete(self) -> np.ndarray:
         return self.decided == self.m
 
     def fleiss_terms(self) -> np.ndarray:
-        """Per-row terms over complete units: unit count, sum P_i, sum of ones; per mode then pooled."""
+        """Per-row terms over complete units: unit count, P_i, ones, per mode: (n, 3 K)."""
         full = self.complete()
         m = self.m
         zeros = self.decided - self.ones
         p_i = np.where(full, (self.ones**2 + zeros**2 - m) / (m * (m - 1)), 0.0)
         ones = np.where(full, self.ones, 0)
-        cols = [full.astype(np.float32), p_i.astype(np.float32), ones.astype(np.float32)]
-        return with_pooled(cols)
+        return np.concatenate([full, p_i, ones], axis=1, dtype=np.float64)
 
     def alpha_terms(self) -> np.ndarray:
-        """Per-row coincidence terms o_11, o_00, o_10: per mode then pooled (missing allowed)."""
-        cols = coincidences(self.ones, self.decided - self.ones)
-        return with_pooled(cols)
+        """Per-row coincidence terms o_11, o_00, o_10 per mode (missing allowed): (n, 3 K)."""
+        return np.concatenate(coincidences(self.ones, self.decided - self.ones), axis=1)
 
 
 def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
-    """Fleiss' κ per mode and pooled from summed :meth:`Raters.fleiss_terms` (vectorised)."""
-    units, p_sum, ones = _three_blocks(sums, k)
+    """Fleiss' κ per mode and pooled from summed :meth:`Raters.fleiss_terms` (vectorised).
+
+    Fleiss, J. L. (1971), "Measuring nominal scale agreement among many raters", Psychological
+    Bulletin 76(5), 378–382: κ = (P̄ − P̄_e) / (1 − P̄_e), P̄ the mean per-unit agreement P_i and
+    P̄_e = Σ_j p_j² over the categories' shares; the tests check it against statsmodels'
+    ``fleiss_kappa``.
+    """
+    units, p_sum, ones = with_pooled(sums, k, 3)
     p_bar = ratio(p_sum, units)
     p1 = ratio(ones, units * m)
     pe = p1**2 + (1 - p1) ** 2
@@ -164,17 +159,11 @@ def fleiss_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
 
 def ac1_from_terms(sums: np.ndarray, k: int, m: int) -> np.ndarray:
     """Gwet's multi-rater AC1 per mode and pooled from summed :meth:`Raters.fleiss_terms` (same units)."""
-    return ac1_many_raters(*_three_blocks(sums, k), m)
-
-
-def _three_blocks(sums: np.ndarray, k: int) -> list[np.ndarray]:
-    """The three per-mode blocks of a :func:`with_pooled` layout, each with its pooled column last."""
-    return [np.concatenate([sums[..., i * k:(i + 1) * k], sums[..., 3 * k + i:3 * k + i + 1]], axis=-1)
-            for i in range(3)]
+    return ac1_many_raters(*with_pooled(sums, k, 3), m)
 
 
 def alpha_sums_from_pairs(pair_sums: list[np.ndarray], k: int, m: int) -> np.ndarray:
-    """Summed :meth:`Raters.alpha_terms` from the summed :meth:`Pair.per_row` of every pair of sources.
+    """Summed :meth:`Raters.alpha_terms` from the summed :func:`pair_terms` of every pair of sources.
 
     With every unit rated by all ``m`` sources the coincidences are the pairs' 2×2 tables added
     up: o_11 = 2 Σ a / (m - 1), o_00 = 2 Σ d / (m - 1), o_10 = Σ (b + c) / (m - 1), so α needs
@@ -184,8 +173,7 @@ def alpha_sums_from_pairs(pair_sums: list[np.ndarray], k: int, m: int) -> np.nda
     o11 = 2 * sum(c[0] for c in cells) / (m - 1)
     o00 = 2 * sum(c[3] for c in cells) / (m - 1)
     o10 = sum(c[1] + c[2] for c in cells) / (m - 1)
-    return np.concatenate([o11[..., :k], o00[..., :k], o10[..., :k], o11[..., k:], o00[..., k:], o10[..., k:]],
-                          axis=-1)
+    return np.concatenate([o11[..., :k], o00[..., :k], o10[..., :k]], axis=-1)
 
 
 def fleiss_sums_from_alpha(sums: np.ndarray, k: int, m: int) -> np.ndarray:
@@ -195,34 +183,13 @@ def fleiss_sums_from_alpha(sums: np.ndarray, k: int, m: int) -> np.ndarray:
     P_i = (o_11 + o_00) / m and the count of "present" is o_11 + o_10, so Fleiss' κ needs no
     resampling of its own.
     """
-    o11, o00, o10 = _three_blocks(sums, k)
-    units, p_sum, ones = (o11 + o00 + 2 * o10) / m, (o11 + o00) / m, o11 + o10
-    return np.concatenate([units[..., :k], p_sum[..., :k], ones[..., :k], units[..., k:], p_sum[..., k:],
-                           ones[..., k:]], axis=-1)
+    o11, o00, o10 = (sums[..., i * k:(i + 1) * k] for i in range(3))
+    return np.concatenate([(o11 + o00 + 2 * o10) / m, (o11 + o00) / m, o11 + o10], axis=-1)
 
 
 def alpha_from_terms(sums: np.ndarray, k: int) -> np.ndarray:
     """Krippendorff's α per mode and pooled from summed :meth:`Raters.alpha_terms`."""
-    return alpha_from_coincidences(*_three_blocks(sums, k))
-
-
-def fleiss(ones: np.ndarray, m: int) -> float:
-    """statsmodels' Fleiss κ of complete binary units (``ones`` = raters saying present per unit).
-
-    The units × categories count table is what ``aggregate_raters`` would build from the
-    units × raters matrix; with two categories it is (m - ones, ones).
-    """
-    if len(ones) == 0:
-        return float("nan")
-    table = np.column_stack([m - ones, ones]).astype(int)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(fleiss_kappa(table, method="fleiss"))
-
-
-def alpha(values: np.ndarray) -> float:
-    """Krippendorff's α (nominal) of a units × sources matrix of 1/0/NaN."""
-    return krippendorff_alpha_nominal(values.T, n_coders=values.shape[1])
+    return alpha_from_coincidences(*with_pooled(sums, k, 3))
 
 
 def onset_differences(o1: np.ndarray, o2: np.ndarray, both: np.ndarray) -> np.ndarray:

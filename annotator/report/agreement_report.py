@@ -10,6 +10,7 @@ with the seed in the header; every statistic reads the same replicates.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -22,7 +23,6 @@ from annotator.report import bootstrap
 from annotator.report.anchoring import anchoring_section
 from annotator.report.document import header
 from annotator.report.frame import Frame, build
-from annotator.report.gwet import ac1_many_raters
 from annotator.report.tables import Document, Section, Table, num
 from annotator.report.threads import one_blas_thread
 from annotator.taxonomy import Taxonomy
@@ -64,11 +64,6 @@ def _clusters(frame: Frame, names: list[str]) -> np.ndarray:
     return np.append(both.sum(axis=0), both.any(axis=1).sum())
 
 
-def pair_terms(frame: Frame, s1: str, s2: str) -> np.ndarray:
-    l1, l2 = frame.labels[s1], frame.labels[s2]
-    return ag.Pair.of(l1.present, l1.known, l2.present, l2.known).per_row()
-
-
 def pair_replicates(frame: Frame, pairs: list[tuple[str, str]], replicated: dict) -> dict:
     """Per pair: every 2×2 statistic (κ, AC1, PA, ...) of each bootstrap replicate, per mode and pooled."""
     k = len(frame.mode_ids)
@@ -104,64 +99,50 @@ def pair_tables(frame: Frame, pairs: list[tuple[str, str]], totals: dict, reps: 
     return out
 
 
-def raters_of(frame: Frame, names: list[str]) -> ag.Raters:
-    ones = sum(frame.labels[s].present.astype(np.int16) for s in names)
-    decided = sum(frame.labels[s].known.astype(np.int16) for s in names)
-    return ag.Raters(ones=ones, decided=decided, m=len(names))
-
-
-def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[dict]) -> list[dict]:
+def multi_table(frame: Frame, names: list[str], replicated: dict, pairs: list[dict], sums: Sums) -> list[dict]:
     """Per mode over all sources: observed agreement, PA, NA, mean pairwise κ, AC1, Fleiss' κ, α.
 
     AC1 is Gwet's multi-rater AC1 over the units every source decided (for two sources, the
-    pair's AC1, which it reduces to).
+    pair's AC1, which it reduces to). Every estimate is a function of ``sums`` (the terms over
+    every trajectory), as each replicate is of the replicated ones.
     """
     k, m = len(frame.mode_ids), len(names)
-    raters = raters_of(frame, names)
-    ones, decided = raters.ones, raters.decided
     positives = _positives(frame, names)
     f_reps = a_reps = g_reps = None
     if "fleiss" in replicated:
         f_reps = ag.fleiss_from_terms(replicated["fleiss"], k, m)
         a_reps = ag.alpha_from_terms(replicated["alpha"], k)
         g_reps = ag.ac1_from_terms(replicated["fleiss"], k, m)
-    full = raters.complete()
+    units, p_sum, _ = ag.with_pooled(sums.fleiss, k, 3)
+    fleiss = ag.fleiss_from_terms(sums.fleiss, k, m)
+    alpha = ag.alpha_from_terms(sums.alpha, k)
+    ac1 = ag.ac1_from_terms(sums.fleiss, k, m)
+    present_cells, decided_cells = ag.with_pooled(np.concatenate([sums.ones, sums.decided]), k, 2)
     clusters = _clusters(frame, names)
     out = []
     for j, label in enumerate(_labels(frame)):
         rows = [p for p in pairs if p["mode"] == label]
         estimable = bool(positives[j] >= ag.MIN_POSITIVES)
-        if j < k:
-            unit_ones, unit_full = ones[full[:, j], j], full[:, j].sum()
-            values = np.column_stack([np.where(frame.labels[s].known[:, j], frame.labels[s].present[:, j], np.nan)
-                                      for s in names])
-            decided_cells, present_cells = decided[:, j].sum(), ones[:, j].sum()
-        else:
-            unit_ones, unit_full = ones[full], full.sum()
-            values = np.column_stack([np.where(frame.labels[s].known, frame.labels[s].present, np.nan).ravel()
-                                      for s in names])
-            decided_cells, present_cells = decided.sum(), ones.sum()
-        p_sum = ((unit_ones**2 + (m - unit_ones) ** 2 - m) / (m * (m - 1))).sum()
-        p_bar = p_sum / unit_full if unit_full else np.nan
         kappas = [p["kappa"] for p in rows if p["kappa"] is not None]
         if m >= 3:
-            ac1 = (num(ac1_many_raters(unit_full, p_sum, unit_ones.sum(), m)), *_ci(g_reps, j, clusters))
+            ac1_j = (num(ac1[j]), *_ci(g_reps, j, clusters))
         else:
-            ac1 = (rows[0]["ac1"], rows[0]["ac1_ci_low"], rows[0]["ac1_ci_high"])
+            ac1_j = (rows[0]["ac1"], rows[0]["ac1_ci_low"], rows[0]["ac1_ci_high"])
         rec = {
-            "mode": label, "units": int(unit_full), "positives": int(positives[j]),
-            "prevalence": num(present_cells / decided_cells) if decided_cells else None,
-            "p_o": num(p_bar), "pa": _pooled(rows, "pa"), "na": _pooled(rows, "na"),
+            "mode": label, "units": int(units[j]), "positives": int(positives[j]),
+            "prevalence": num(present_cells[j] / decided_cells[j]) if decided_cells[j] else None,
+            "p_o": num(p_sum[j] / units[j]) if units[j] else None, "pa": _pooled(rows, "pa"),
+            "na": _pooled(rows, "na"),
             "mean_pairwise_kappa": num(np.mean(kappas)) if estimable and kappas else None,
-            "ac1": ac1[0], "ac1_ci_low": ac1[1], "ac1_ci_high": ac1[2],
+            "ac1": ac1_j[0], "ac1_ci_low": ac1_j[1], "ac1_ci_high": ac1_j[2],
             "fleiss_kappa": None, "fleiss_ci_low": None, "fleiss_ci_high": None,
             "alpha": None, "alpha_ci_low": None, "alpha_ci_high": None, "estimable": estimable,
         }
         if m >= 3 and estimable:
             flo, fhi = _ci(f_reps, j, clusters)
             alo, ahi = _ci(a_reps, j, clusters)
-            rec.update({"fleiss_kappa": num(ag.fleiss(unit_ones, m)), "fleiss_ci_low": flo, "fleiss_ci_high": fhi,
-                        "alpha": num(ag.alpha(values)), "alpha_ci_low": alo, "alpha_ci_high": ahi})
+            rec.update({"fleiss_kappa": num(fleiss[j]), "fleiss_ci_low": flo, "fleiss_ci_high": fhi,
+                        "alpha": num(alpha[j]), "alpha_ci_low": alo, "alpha_ci_high": ahi})
         out.append(rec)
     return out
 
@@ -238,9 +219,88 @@ def reference_table(frame: Frame, reference: str, others: list[str], pairs: list
     return out
 
 
-def onset_diff(frame: Frame, s1: str, s2: str) -> np.ndarray:
-    l1, l2 = frame.labels[s1], frame.labels[s2]
-    return ag.onset_differences(l1.onset, l2.onset, l1.present & l2.present)
+#: Trajectories whose terms are computed at a time: a block's temporaries are a few MB, whatever
+#: the number of trajectories.
+ROWS = 65_536
+
+
+@dataclass
+class Sums:
+    """Terms over every trajectory of all the sources together, per mode: Fleiss' (3 K), α's
+    coincidences (3 K), sources saying present and sources deciding (K each)."""
+
+    fleiss: np.ndarray
+    alpha: np.ndarray
+    ones: np.ndarray
+    decided: np.ndarray
+
+
+@dataclass
+class Walked:
+    """What one pass over the trajectories gives (:func:`walk`)."""
+
+    totals: dict  # ("pair", s1, s2) -> summed pair_terms (4 K)
+    cells: dict  # (s1, s2) -> per mode, the onset differences where both gave an onset
+    onsets: dict  # (s1, s2) -> summed onset_terms
+    onset_clusters: dict  # (s1, s2) -> trajectories with a cell where both gave an onset
+    sums: Sums
+    complete: bool  # every source decided every cell
+
+
+def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: bootstrap.Plan) -> Walked:
+    """Every per-trajectory term of the agreement, computed a block of :data:`ROWS` trajectories at
+    a time, and the columns the bootstrap resamples added to ``plan`` (bool and small integers,
+    stored as int8): what is held over all trajectories is a byte per term, never a float matrix.
+
+    With every cell decided by every source, Fleiss' κ and α follow from the pairs' replicated
+    tables (:func:`annotator.report.agreement.alpha_sums_from_pairs`), so their terms are only
+    summed; otherwise they are resampled too. The sources' onset matrices (8 bytes a cell) are
+    released once read, before the bootstrap lays out its columns: the frame keeps empty ones.
+    """
+    n, k, m = frame.n, len(frame.mode_ids), len(sources)
+    labels = [frame.labels[s] for s in sources]
+    complete = all(bool(lab.known.all()) for lab in labels)
+    terms = {p: np.empty((n, 4 * k), dtype=bool) for p in pairs}
+    onsets = {p: np.empty((n, 1 + len(ONSET_TOLERANCES)), dtype=np.int16) for p in pairs}
+    cells: dict = {p: [[] for _ in range(k)] for p in pairs}
+    rater_terms = None if complete or m < 3 else (np.empty((n, 3 * k), np.float32), np.empty((n, 3 * k), np.float32))
+    sums = Sums(np.zeros(3 * k), np.zeros(3 * k), np.zeros(k), np.zeros(k))
+    index = {s: i for i, s in enumerate(sources)}
+    for lo in range(0, n, ROWS):
+        rows = slice(lo, min(lo + ROWS, n))
+        present = [lab.present[rows] for lab in labels]
+        known = [lab.known[rows] for lab in labels]
+        for s1, s2 in pairs:
+            i, j = index[s1], index[s2]
+            terms[(s1, s2)][rows] = ag.pair_terms(present[i], known[i], present[j], known[j])
+            diff = ag.onset_differences(labels[i].onset[rows], labels[j].onset[rows], present[i] & present[j])
+            onsets[(s1, s2)][rows] = onset_terms(diff)
+            has = ~np.isnan(diff)
+            for col, parts in enumerate(cells[(s1, s2)]):
+                parts.append(diff[has[:, col], col])
+        raters = ag.Raters.of(present, known)
+        fleiss, alpha = raters.fleiss_terms(), raters.alpha_terms()
+        sums.fleiss += fleiss.sum(axis=0, dtype=np.float64)
+        sums.alpha += alpha.sum(axis=0, dtype=np.float64)
+        sums.ones += raters.ones.sum(axis=0)
+        sums.decided += raters.decided.sum(axis=0)
+        if rater_terms is not None:
+            rater_terms[0][rows], rater_terms[1][rows] = fleiss, alpha
+    totals, onset_totals, onset_clusters = {}, {}, {}
+    for p in pairs:
+        totals[("pair", *p)] = terms[p].sum(axis=0, dtype=np.float64)
+        plan.add(("pair", *p), terms.pop(p))
+        block = onsets.pop(p)
+        onset_totals[p] = block.sum(axis=0, dtype=np.int64)
+        onset_clusters[p] = int((block[:, 0] > 0).sum())
+        plan.add(("onset", *p), block)
+        cells[p] = [np.concatenate(parts) if parts else np.zeros(0) for parts in cells[p]]
+    if rater_terms is not None:
+        plan.add("fleiss", rater_terms[0])
+        plan.add("alpha", rater_terms[1])
+    for lab in labels:  # read: the differences above are all the agreement needs of them
+        lab.onset = lab.onset[:0]
+    return Walked(totals, cells, onset_totals, onset_clusters, sums, complete)
 
 
 def onset_terms(diff: np.ndarray) -> np.ndarray:
@@ -250,17 +310,11 @@ def onset_terms(diff: np.ndarray) -> np.ndarray:
     return np.column_stack([has.sum(axis=1)] + [(filled <= t).sum(axis=1) for t in ONSET_TOLERANCES])
 
 
-def onset_cells(diff: np.ndarray) -> list[np.ndarray]:
-    """Per mode: the onset differences of the cells where both sides gave an onset."""
-    has = ~np.isnan(diff)
-    return [diff[has[:, j], j] for j in range(diff.shape[1])]
-
-
 def onset_tables(frame: Frame, pairs: list[tuple[str, str]], cells: dict, onset_totals: dict, tolerance: int,
                  replicated: dict, onset_clusters: dict) -> tuple[list[dict], list[dict]]:
     """Per pair and mode: exact and ±tolerance onset agreement; and the pooled curve over k.
 
-    ``cells`` holds each pair's :func:`onset_cells`, ``onset_totals`` the column sums of its
+    ``cells`` holds each pair's onset differences per mode (:class:`Walked`), ``onset_totals`` the column sums of its
     :func:`onset_terms` (cells with both onsets, then those within each tolerance), and
     ``onset_clusters`` the trajectories those cells come from.
     """
@@ -307,25 +361,10 @@ def build_agreement(
     frame = build(db, sources, taxonomy, filters)
     pairs = list(combinations(sources, 2))
     plan = bootstrap.Plan()
-    totals, cells, onset_totals, onset_clusters = {}, {}, {}, {}
-    for s1, s2 in pairs:
-        terms = pair_terms(frame, s1, s2)
-        totals[("pair", s1, s2)] = terms.sum(axis=0, dtype=np.float64)
-        plan.add(("pair", s1, s2), terms)
-        diff = onset_diff(frame, s1, s2)
-        cells[(s1, s2)] = onset_cells(diff)
-        onsets = onset_terms(diff)
-        onset_totals[(s1, s2)] = onsets.sum(axis=0)
-        onset_clusters[(s1, s2)] = int((onsets[:, 0] > 0).sum())
-        plan.add(("onset", s1, s2), onsets)
-    if len(sources) >= 3:
-        raters = raters_of(frame, sources)
-        complete = bool(raters.complete().all())
-        if not complete:  # else both follow from the pairs' tables
-            plan.add("fleiss", raters.fleiss_terms())
-            plan.add("alpha", raters.alpha_terms())
+    walked = walk(frame, sources, pairs, plan)
+    totals, cells, onset_totals, onset_clusters = walked.totals, walked.cells, walked.onsets, walked.onset_clusters
     replicated = plan.run(replicates, seed)
-    if len(sources) >= 3 and complete and replicated:
+    if len(sources) >= 3 and walked.complete and replicated:
         k, m = len(frame.mode_ids), len(sources)
         replicated["alpha"] = ag.alpha_sums_from_pairs([replicated[("pair", *p)] for p in pairs], k, m)
         replicated["fleiss"] = ag.fleiss_sums_from_alpha(replicated["alpha"], k, m)
@@ -337,7 +376,7 @@ def build_agreement(
                   ["mode", "units", "positives", "estimable", "prevalence", "p_o", "pa", "na", "mean_pairwise_kappa",
                    "ac1", "ac1_ci_low", "ac1_ci_high", "fleiss_kappa", "fleiss_ci_low", "fleiss_ci_high", "alpha",
                    "alpha_ci_low", "alpha_ci_high"],
-                  multi_table(frame, sources, replicated, pair_recs),
+                  multi_table(frame, sources, replicated, pair_recs, walked.sums),
                   ["pa, na: mean over pairs of sources.",
                    f"κ and α are not estimable (n/e) for modes with fewer than {ag.MIN_POSITIVES} trajectories"
                    " marked present by any source.",

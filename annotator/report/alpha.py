@@ -1,4 +1,4 @@
-"""Krippendorff's alpha for nominal data, with missing values.
+"""Krippendorff's alpha for binary nominal data, with missing values.
 
 No permissively licensed library computes it (statsmodels 0.15 has none; the `krippendorff`
 package is GPL-3.0 and serves only as the reference in the tests), so it is implemented here
@@ -11,10 +11,10 @@ missing data":
     n_c = sum_k o_ck,   n = sum_c n_c
     alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c * n_k
 
-Units with fewer than two values are not pairable and drop out. Like the reference
-implementation, ``reliability`` is **coders × units** (rows = coders); callers pass the number
-of coders so the orientation is checked, because a transposed matrix gives a silently wrong
-answer.
+Units with fewer than two values are not pairable and drop out. With two categories the
+coincidences are per-unit terms that add up over units (:func:`coincidences`), so α over a
+million trajectories × 14 modes is a function of three sums, and each bootstrap replicate is too;
+the tests check it against the reference package on the same data, missing values included.
 """
 
 from __future__ import annotations
@@ -42,28 +42,3 @@ def alpha_from_coincidences(o11: np.ndarray, o00: np.ndarray, o10: np.ndarray) -
     n = n1 + n0
     with np.errstate(all="ignore"):
         return np.where(n1 * n0 > 0, 1 - (n - 1) * (2 * o10) / (2 * n1 * n0), np.nan)
-
-
-def krippendorff_alpha_nominal(reliability: np.ndarray, n_coders: int | None = None) -> float:
-    """Nominal alpha of a coders × units matrix of category codes (NaN = missing), any categories."""
-    r = np.asarray(reliability, dtype=float)
-    if r.ndim != 2:
-        raise ValueError("reliability data must be a 2-D coders × units matrix")
-    if n_coders is not None and r.shape[0] != n_coders:
-        raise ValueError(f"expected {n_coders} coders as rows, got a {r.shape[0]} × {r.shape[1]} matrix")
-    cats = np.unique(r[~np.isnan(r)])
-    if len(cats) < 2:
-        return float("nan")
-    counts = np.stack([(r == c).sum(axis=0) for c in cats], axis=1).astype(float)  # units × categories
-    m = counts.sum(axis=1)
-    keep = m >= 2
-    counts, m = counts[keep], m[keep]
-    # o_ck = sum_u (n_uc n_uk - [c == k] n_uc) / (m_u - 1)
-    o = np.einsum("uc,uk->ck", counts / (m - 1)[:, None], counts) - np.diag((counts / (m - 1)[:, None]).sum(axis=0))
-    nc = o.sum(axis=1)
-    n = nc.sum()
-    disagree = o.sum() - np.trace(o)
-    expected = n * n - (nc**2).sum()
-    if expected == 0:
-        return float("nan")
-    return float(1 - (n - 1) * disagree / expected)
