@@ -50,9 +50,10 @@ def summaries(db: Database, taxonomy: Taxonomy) -> list[SourceSummary]:
     sources = [resolve(db, name) for name in names]
     if not sources:
         return []
+    mode_ids = taxonomy.mode_ids
+    reading = read_verdicts(db, sources, mode_ids)
     cols = report_tables.trajectory_columns(db, reviewers=people(sources))
-    ids, mode_ids = cols.ids, taxonomy.mode_ids
-    verdicts = read_verdicts(db, sources, ids, mode_ids)
+    ids, verdicts = cols.ids, reading()
     last = report_tables.last_activity(db)
     out = []
     for source in sources:

@@ -23,6 +23,7 @@ of :mod:`annotator.label_sources`, which this module only loads.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,10 +116,11 @@ def people(sources: list[Source]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
-    """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
-    splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
-    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+def read_verdicts(db: Database, sources: list[Source], mode_ids: tuple[str, ...]) -> Callable[[], dict]:
+    """The folded verdict rows of every annotator behind ``sources``, read in parallel, in four
+    ranges of trajectory ids each; started at once, the function returned gives them
+    (``report_tables.verdict_rows_many``)."""
+    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, report_tables.id_splits(db, 4))
 
 
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...],

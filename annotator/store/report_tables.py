@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -253,20 +253,24 @@ def verdict_rows(
 
 def verdict_rows_many(
     db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
-) -> dict[str, Verdicts]:
-    """:func:`verdict_rows` of several annotators, read in parallel.
+) -> Callable[[], dict[str, Verdicts]]:
+    """:func:`verdict_rows` of several annotators, read in parallel and started at once: the
+    function returned waits for the reads and gives their rows, so that the caller reads the
+    trajectory columns meanwhile (SQLite's folding of a million trajectories' cells takes seconds
+    of its own).
 
     The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
     spread over threads, each with its own read-only connection: SQLite does the folding
     outside the GIL, so a second core halves the wait. An in-memory database is read on the
-    caller's connection instead.
+    caller's connection instead, before this returns.
     """
     bounds = list(zip([None, *splits], [*splits, None], strict=True))
     jobs = [(a, lo, hi) for a in annotators for lo, hi in bounds]
     path = db.execute("PRAGMA database_list").fetchone()[2]
     if not path or len(jobs) == 1:
-        return {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
+        rows = {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
                 for a in annotators}
+        return lambda: rows
 
     def run(job: tuple[str, str | None, str | None]) -> Verdicts:
         conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=30)  # quoted: ?, # and %
@@ -275,9 +279,25 @@ def verdict_rows_many(
         finally:
             conn.close()
 
-    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-        results = list(pool.map(run, jobs))
-    return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
+    pool = ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2))
+    reading = [pool.submit(run, job) for job in jobs]
+    pool.shutdown(wait=False)
+
+    def rows() -> dict[str, Verdicts]:
+        results = [r.result() for r in reading]
+        return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
+
+    return rows
+
+
+def id_splits(db: Database, parts: int) -> list[str]:
+    """Trajectory ids that cut the published trajectories into ``parts`` ranges of about as
+    many (none under 1,000 a part: not worth a thread)."""
+    n = count_trajectories(db)
+    if n < 1000 * parts:
+        return []
+    sql = "SELECT id FROM trajectories WHERE pending IS NULL ORDER BY id LIMIT 1 OFFSET ?"
+    return [db.execute(sql, [n * i // parts]).fetchone()[0] for i in range(1, parts)]
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
