@@ -23,8 +23,8 @@ from annotator.views import TrajectorySummary
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: What JSON may carry raw inside a string although a terminal acts on it: DEL and the C1 controls
-#: (U+009B is a one-character CSI). JSON escapes the others itself.
-_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f]")
+#: (U+009B is a one-character CSI), as UTF-8 bytes (c2 80 to c2 9f). JSON escapes the others itself.
+_JSON_RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")
 
 KIND_ICONS = {
     "message": "💬",
@@ -109,12 +109,16 @@ def json_text(data: Any, option: int = 0) -> str:
 def inert_json(data: bytes) -> str:
     """UTF-8 JSON text as a string that carries no raw control character: DEL and the C1
     controls, which JSON allows raw, become ``\\u`` escapes (see :func:`json_text`)."""
-    text = data.decode()
+    return inert_json_bytes(data).decode()
+
+
+def inert_json_bytes(data: bytes) -> bytes:
+    """:func:`inert_json` for text that stays UTF-8 bytes (an export written to a file)."""
     # DEL is byte 7f, every C1 control starts with byte c2 in UTF-8: a byte search (memchr
-    # speed) spares the character scan of the text that has neither, nearly every block.
+    # speed) spares the scan of the text that has neither, nearly every block.
     if b"\x7f" not in data and b"\xc2" not in data:
-        return text
-    return _JSON_RAW_CONTROL.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+        return data
+    return _JSON_RAW_CONTROL.sub(lambda m: b"\\u%04x" % ord(m.group().decode()), data)
 
 
 def one_line(text: str, width: int = 120) -> str:

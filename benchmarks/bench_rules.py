@@ -8,7 +8,8 @@ How often each detector fires on the Who&When runs is printed beside.
 
 Scale: ``mast prelabel --labeller rules`` as a process of its own over two databases whose steps
 are real Who&When messages tiled to size: 1,000 trajectories of 100 steps, and one trajectory of
-1,000,000 steps. Targets: at most 5 s and 30 s wall, each at most 500 MB peak RSS. The databases
+1,000,000 steps. Targets: at most 5 s and 30 s wall, each at most 500 MB peak RSS (the sum over
+the process and the worker processes it starts). The databases
 are built by this script (plain inserts, not timed). Beside each run: its CPU time, and a floor
 measured in the same run (a process that only reads the same steps from the store), since on a
 shared machine wall time says as much about the neighbours as about the code. The exit status
@@ -22,11 +23,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from itertools import cycle, islice
 from pathlib import Path
 
+import psutil
 from sklearn.metrics import confusion_matrix
 
 from annotator.importers.importing import import_paths
@@ -81,7 +84,8 @@ def build(path: Path, n_traj: int, n_steps: int, messages: list) -> None:
 
 @dataclass
 class Timed:
-    """One process: wall and CPU seconds, peak RSS MB, what it printed."""
+    """One process and the workers it starts: wall and CPU seconds (all of them), peak RSS MB
+    (their sum, sampled), what it printed."""
 
     wall: float
     cpu: float
@@ -89,30 +93,40 @@ class Timed:
     summary: str
 
 
-#: The floor: a process that opens the database and reads every step's fields the detectors read,
-#: as the rules labeller pages them, and nothing else.
-FLOOR = (
-    "import sys\n"
-    "from annotator.labelling.rules import FIELDS\n"
-    "from annotator.store import open_db\n"
-    "from annotator.store.steps import iter_step_fields\n"
-    "db = open_db(sys.argv[1])\n"
-    "for (tid,) in db.execute('SELECT id FROM trajectories').fetchall():\n"
-    "    for _ in iter_step_fields(db, tid, FIELDS):\n"
-    "        pass\n"
-)
+def _tree_rss(proc: psutil.Process) -> int:
+    """The resident memory of ``proc`` and of its children, bytes (0 once it has gone)."""
+    total = 0
+    try:
+        for p in [proc, *proc.children(recursive=True)]:
+            total += p.memory_info().rss
+    except psutil.NoSuchProcess:
+        pass
+    return total
 
 
 def timed_process(args: list[str]) -> Timed:
-    """A Python process of its own (``python ARGS``), timed."""
+    """A Python process of its own (``python ARGS``), timed. Its CPU time includes the worker
+    processes it waited for; its memory is the peak of the sum over it and its workers, sampled
+    every 50 ms (the rules run forks workers: the largest one alone would under-report)."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watched, peak, done = psutil.Process(proc.pid), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], _tree_rss(watched))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     out = proc.stdout.read()
+    done.set()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    sampler.join()
     if status != 0:
         raise SystemExit(f"{args} failed ({status}): {out}")
-    return Timed(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, " ".join(out.split()))
+    rss = max(peak[0], usage.ru_maxrss * 1024)
+    return Timed(wall, usage.ru_utime + usage.ru_stime, rss / 2**20, " ".join(out.split()))
 
 
 def load() -> str:

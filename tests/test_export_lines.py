@@ -10,6 +10,7 @@ from tests.report_data import MODES, add_trajectory, label_all
 from annotator.models import Label, LabelRun
 from annotator.report import export
 from annotator.report.frame import build
+from annotator.report.output import atomic_file
 from annotator.store.labels import add_labels, current_labels
 from annotator.store.review import set_review
 from annotator.store.runs import create_run
@@ -65,7 +66,7 @@ def test_export_rows_carry_the_stored_labels_and_trajectory_fields(sources):
         assert (r["system"], r["outcome"], r["n_steps"]) == ("S1" if i % 2 else "S2", ("failure", "success", "unknown")[i % 3], 10)
 
 
-def test_exported_values_come_back_exactly(db):
+def test_exported_values_come_back_exactly(db, tmp_path):
     add_trajectory(db, "t0", title='=cmd|"/c calc"!A0 \x1b[31m\x7f\x9b\u2028 é 🎉')
     hostile = 'quote " backslash \\ nul \x00 tab \t newline \n esc \x1b del \x7f csi \x9b é 🎉'
     confidences = [0.1, 0.30000000000000004, 1 / 3, 2 / 3, 1.0, 0.0, 5e-324, 0.1 + 0.7]
@@ -75,6 +76,9 @@ def test_exported_values_come_back_exactly(db):
                     for j, (m, c) in enumerate(zip(MODES, confidences, strict=False))])
     text = export.render(db, "jsonl", ["judge"], TAX)
     assert not any(ch in text for ch in "\x00\x1b\x7f\x9b")
+    with atomic_file(tmp_path / "out.jsonl") as fh:  # written as bytes: made inert the same way
+        export.write_export(db, "jsonl", ["judge"], TAX, fh)
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == text
     rows = [orjson.loads(line) for line in text.split("\n")[:-1]]
     assert [r["confidence"] for r in rows] == confidences
     assert [r["grounded"] for r in rows] == [bool(j % 2) for j in range(len(confidences))]
@@ -101,3 +105,20 @@ def test_an_imported_row_is_stored_as_the_label_model_would_store_it(sources, tm
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in (odd, {**odd, "mode_id": "FM-1.2", "verdict": "maybe"})))
     result = import_paths(open_db(tmp_path / "fresh.db"), [path]).files[0]
     assert result.error.endswith("line 2: invalid verdict: Input should be 'present', 'absent' or 'unknown'"), result.error
+
+
+@pytest.mark.parametrize("flt", [None, TrajectoryFilter(system="S1"), TrajectoryFilter(ids=["t03", "t01", "t09"])])
+def test_a_trajectorys_lines_keep_the_sources_in_the_order_named_then_the_modes(sources, flt, tmp_path):
+    """One query writes every source's lines: a trajectory's lines are together, its sources in
+    the order they were named (not by name), each source's modes in codebook order; the file
+    written as bytes holds exactly what the text form gives."""
+    db, names = sources
+    named = [names[3], names[0], names[2], names[1]]
+    text = export.render(db, "jsonl", named, TAX, flt)
+    rows = [orjson.loads(line) for line in text.splitlines()]
+    keys = [(int(r["trajectory_id"][1:]), named.index(r["source"]), TAX.mode_ids.index(r["mode_id"])) for r in rows]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert {r["source"] for r in rows} == set(named)
+    with atomic_file(tmp_path / "out.jsonl") as fh:
+        export.write_export(db, "jsonl", named, TAX, fh, flt)
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == text

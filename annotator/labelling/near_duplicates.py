@@ -145,7 +145,18 @@ class Recent:
             return True
         la = len(m.text)
         lo, hi = bisect_left(self.lengths, la * _SHORTEST), bisect_right(self.lengths, la * _LONGEST)
-        return any(map(partial(_close, m), self.by_length[lo:hi]))
+        if not m.clauses:
+            return any(map(partial(_close, m), self.by_length[lo:hi]))
+        # a long window holds dozens of candidates, most of which fail _close's first test, so
+        # that test is made here (the same test, without a call a pair)
+        clauses, keys, chars = m.clauses, m.keys, m.clause_chars
+        for other in self.by_length[lo:hi]:
+            if other.clauses and (other.clauses.isdisjoint(keys) if chars <= other.clause_chars
+                                  else clauses.isdisjoint(other.keys)):
+                continue
+            if _close(m, other):
+                return True
+        return False
 
     def add(self, m: Message) -> None:
         texts = self.texts

@@ -21,7 +21,8 @@ from annotator.labelling.batch import run_batch
 from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.pricing import Price, Usage, price_for
 from annotator.labelling.prompts import prompt_hash
-from annotator.labelling.rules import DETECTORS, RulesLabeller
+from annotator.labelling.rules import DETECTORS
+from annotator.labelling.rules_pool import PooledRules
 from annotator.labelling.redaction import strip_credentials
 from annotator.labelling.runner import DEFAULT_CONCURRENCY, DryRun, RunProgress, begin_usage, dry_run, run_labeller
 from annotator.labelling.windows import TokenCounter
@@ -252,8 +253,9 @@ async def execute(
     ids = select(db, opts)
     usage = begin_usage(db, run, opts.max_cost)
     if opts.labeller == "rules":
-        return await run_labeller(db, RulesLabeller(db=db), taxonomy, run, ids, concurrency=opts.concurrency,
-                                  usage=usage, on_progress=on_progress)
+        with PooledRules(db) as labeller:
+            return await run_labeller(db, labeller, taxonomy, run, ids, concurrency=opts.concurrency,
+                                      usage=usage, on_progress=on_progress)
     key = _require_key(opts, api_key)
     from annotator.labelling.llm import JudgeClient
 

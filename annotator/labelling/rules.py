@@ -40,11 +40,12 @@ MAX_CITED = 50
 NUDGE_LOOP = 3
 NUDGE_CHARS = 300
 
-_TERMINATION_WORDS = r"\bterminate\b|\bfinal answer\b|<\s*final[_ ]answer\s*>"
-_TERMINATION = re.compile(_TERMINATION_WORDS, re.IGNORECASE)
-#: For lowercased ASCII text, where IGNORECASE would only cost, and the words it spells.
-_TERMINATION_LOWER = re.compile(_TERMINATION_WORDS)
-_TERMINATION_SPELLED = ("terminate", "final answer", "final_answer")
+_TERMINATION = re.compile(r"\bterminate\b|\bfinal answer\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
+#: Letters each match holds at a fixed distance from its start, with the letters it starts with:
+#: "nate" 5 into "terminate" after "ter", "nal an" or "nal_an" 2 into "final answer" after "f".
+#: None of them is i or s: IGNORECASE matches these letters with ASCII ones only (i also with ı
+#: and İ, s with ſ), so an ASCII-lowered copy of the text finds every match's start.
+_ANCHORS = ((b"nate", 5, b"ter"), (b"nal an", 2, b"f"), (b"nal_an", 2, b"f"))
 #: A termination word that is talked about rather than said: quoted, or what someone is told to
 #: reply with (AG2's Computer_terminal: 'let other participant reply me only with "TERMINATE"').
 _QUOTES = "\"'“”‘’`"
@@ -82,54 +83,49 @@ class Hit(BaseModel):
 def is_termination(text: str, folded: str | None = None) -> bool:
     """Whether a message declares the task finished (a termination word said, not mentioned).
 
-    ``folded``: the text normalised (``grounding.normalise``), where the caller has it, for a
-    quick test before the regexes. An ASCII text, the usual case, is searched lowercased without
-    IGNORECASE (the same matches at the same places, at half the cost), and only when it holds
-    one of the words the pattern spells.
+    A text that is not ASCII counts only where its case folding (``folded``, the normalised text
+    where the caller has it) spells one of the words: casefold keeps a dotless ı, which
+    IGNORECASE matches with i. It is folded only once a match is found, which is rare.
     """
     if not text:
         return False
-    if text.isascii():
-        lowered = text.lower() if folded is None else None
-        folded = lowered if folded is None else folded
-        if "terminate" not in folded and "final" not in folded:
-            return False
-        found = _termination_matches(text.lower() if lowered is None else lowered)
-    else:
-        folded = text.casefold() if folded is None else folded
-        if "terminate" not in folded and "final" not in folded:
-            return False
-        found = _TERMINATION.finditer(text)
-    for m in found:
+    for m in _termination_matches(text):
         before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]
         quoted = before.rstrip()[-1:] in _QUOTES and after.lstrip()[:1] in _QUOTES and before.strip()
         if not quoted and not _TOLD.search(before):
-            return True
+            if text.isascii():
+                return True
+            folded = text.casefold() if folded is None else folded
+            return "terminate" in folded or "final" in folded
     return False
 
 
-def _termination_matches(lowered: str) -> Iterator[re.Match]:
-    """The matches ``_TERMINATION_LOWER.finditer(lowered)`` gives, found without the scan.
+def _termination_matches(text: str) -> Iterator[re.Match]:
+    """The matches ``_TERMINATION.finditer(text)`` gives, found without the scan.
 
-    A pattern that opens on ``\\b`` is tried at every character, which made this the costliest
-    test of a step. Every match holds one of the words the pattern spells and starts at it, or
-    at a ``<`` before it and whitespace; so the pattern is only tried there, in order, each start
-    after the end of the match before (as finditer does).
+    A pattern that opens on ``\\b`` is tried at every character, and IGNORECASE over a text that
+    is not ASCII costs more again: this was the costliest test of a step. Every match's start is
+    found from its ``_ANCHORS`` in the text encoded to ASCII (one byte a character, so positions
+    are kept; other characters become ``?``) and lowercased, or, for ``<final_answer>``, at the
+    ``<`` before it and whitespace; the pattern is only tried there, in order, each start after
+    the end of the match before (as finditer does).
     """
+    letters = text.encode("ascii", "replace").lower()
     starts = set()
-    for word in _TERMINATION_SPELLED:
-        at = lowered.find(word)
+    for anchor, offset, head in _ANCHORS:
+        at = letters.find(anchor, offset)
         while at >= 0:
-            starts.add(at)
-            bracket = at
-            while bracket and lowered[bracket - 1].isspace():
-                bracket -= 1
-            if bracket and lowered[bracket - 1] == "<":
-                starts.add(bracket - 1)
-            at = lowered.find(word, at + 1)
+            start = bracket = at - offset
+            if letters.startswith(head, start):
+                starts.add(start)
+                while bracket and text[bracket - 1].isspace():
+                    bracket -= 1
+                if bracket and text[bracket - 1] == "<":
+                    starts.add(bracket - 1)
+            at = letters.find(anchor, at + 1)
     end = 0
     for at in sorted(starts):
-        if at >= end and (m := _TERMINATION_LOWER.match(lowered, at)):
+        if at >= end and (m := _TERMINATION.match(text, at)):
             end = m.end()
             yield m
 
@@ -374,7 +370,11 @@ class RulesLabeller:
         return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS))
 
     def verdicts(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
-        wanted = {m: d for m, d in self.detectors.items() if m in taxonomy.mode_ids}
+        return self.verdicts_for(trajectory, taxonomy.mode_ids)
+
+    def verdicts_for(self, trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:
+        """Verdicts for the detected modes among ``mode_ids`` (a taxonomy's, as a worker process gets them)."""
+        wanted = {m: d for m, d in self.detectors.items() if m in mode_ids}
         found = scan(self._steps(trajectory), trajectory.task, wanted)
         quotes = self._onset_quotes(trajectory, [hit.steps[0] for _, hit in found.values() if hit is not None])
         out = []

@@ -13,11 +13,8 @@ formula get a leading ``'`` (``text.spreadsheet_cell``); the JSONL keeps every v
 from __future__ import annotations
 
 import csv
-import heapq
 import io
 from collections.abc import Iterator
-from itertools import islice
-from operator import itemgetter
 from typing import Literal, TextIO
 
 import orjson
@@ -29,7 +26,7 @@ from annotator.report.frame import OUTCOME_NAMES, Frame, build
 from annotator.report.sources import Source, resolve
 from annotator.store import export_lines
 from annotator.taxonomy import Taxonomy
-from annotator.text import inert_json, json_text, spreadsheet_cell
+from annotator.text import inert_json, inert_json_bytes, json_text, spreadsheet_cell
 from annotator.views import TrajectoryFilter
 
 ExportFormat = Literal["jsonl", "csv", "wide-csv", "mad-json"]
@@ -40,10 +37,6 @@ LONG_COLUMNS = [
     "format", "schema_version", "trajectory_id", "source",
     *(f for f in export_lines.LABEL_FIELDS if f != "trajectory_id"), *export_lines.TRAJECTORY_FIELDS,
 ]
-#: JSONL lines written at a time.
-BLOCK = 4096
-
-
 def _frames(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> list[Frame]:
     return [build(db, [s], taxonomy, filters) for s in _names(sources)]
 
@@ -70,36 +63,33 @@ def _none(value: str) -> str | None:
     return None if value == "-" else value
 
 
-def _finished(db: Database, source: Source, taxonomy: Taxonomy, filters: TrajectoryFilter) -> dict:
+def _finished(db: Database, source: Source, taxonomy: Taxonomy, filters: TrajectoryFilter) -> export_lines.Finished:
     """Which of its trajectories a source has finished, as ``export_lines`` selects them: the
     rule of ``report.sources.load`` for each kind of source, so that an export holds what a
     report over the same source counts."""
     if source.kind is SourceKind.PERSON:
-        return {"reviewed": True}
+        return export_lines.Finished(source.name, reviewed=True)
     if source.kind is SourceKind.RUN:
         covered = export_lines.modes_with_verdicts(db, source.name, taxonomy.mode_ids, filters)
-        return {"all_of": covered or taxonomy.mode_ids}
+        return export_lines.Finished(source.name, all_of=covered or taxonomy.mode_ids)
     if source.kind is SourceKind.ADJUDICATED:
-        return {"all_of": taxonomy.mode_ids}
-    return {}  # an imported set has finished every trajectory it has labels for
+        return export_lines.Finished(source.name, all_of=taxonomy.mode_ids)
+    return export_lines.Finished(source.name)  # an imported set has finished every trajectory it has labels for
 
 
-def _lines(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> Iterator[bytes]:
-    """The JSONL lines (without newline) of every (trajectory, mode, source) verdict, in trajectory
-    order, the sources of a trajectory together, so an import reads one trajectory at a time."""
+def _blocks(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None) -> Iterator[bytes]:
+    """The JSONL lines of every (trajectory, mode, source) verdict, a block of whole
+    trajectories at a time, in trajectory order, the sources of a trajectory together (in the
+    order named), so an import reads one trajectory at a time."""
     filters = filters or TrajectoryFilter()
-    streams = []
-    for name in _names(sources):
-        source = resolve(db, name)
-        streams.append(export_lines.export_lines(db, name, taxonomy.mode_ids, filters,
-                                                 **_finished(db, source, taxonomy, filters)))
-    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0))
-    return (line for _, line in merged)
+    rules = [_finished(db, resolve(db, name), taxonomy, filters) for name in _names(sources)]
+    return export_lines.export_lines(db, rules, taxonomy.mode_ids, filters)
 
 
 def long_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
     """One dict per (trajectory, mode, source) verdict (``LONG_COLUMNS``), in trajectory order."""
-    return map(orjson.loads, _lines(db, sources, taxonomy, filters))
+    for block in _blocks(db, sources, taxonomy, filters):
+        yield from map(orjson.loads, block.splitlines())
 
 
 def wide_rows(db: Database, sources: list[str], taxonomy: Taxonomy, filters: TrajectoryFilter | None = None) -> Iterator[dict]:
@@ -136,14 +126,26 @@ def _cell(value: object) -> object:
     return spreadsheet_cell(value)
 
 
+def _write_jsonl(blocks: Iterator[bytes], out: TextIO) -> None:
+    """Write the blocks of JSONL to ``out``, raw control characters made inert; as bytes to
+    the file under a text stream that has one (decoding and encoding again would cost more
+    than SQLite takes to write them)."""
+    raw = getattr(out, "buffer", None)
+    if raw is None or getattr(out, "encoding", "").lower().replace("-", "") != "utf8":
+        for block in blocks:
+            out.write(inert_json(block))
+        return
+    out.flush()
+    for block in blocks:
+        raw.write(inert_json_bytes(block))
+    raw.flush()
+
+
 def write_export(db: Database, fmt: str, sources: list[str], taxonomy: Taxonomy, out: TextIO,
                  filters: TrajectoryFilter | None = None) -> None:
     """Write the export in one of ``FORMATS`` to ``out``, row by row (the JSONL and CSV forms)."""
     if fmt == "jsonl":
-        lines = _lines(db, sources, taxonomy, filters)
-        while block := list(islice(lines, BLOCK)):
-            block.append(b"")
-            out.write(inert_json(b"\n".join(block)))
+        _write_jsonl(_blocks(db, sources, taxonomy, filters), out)
         return
     if fmt == "mad-json":
         out.write(json_text(mad_records(db, sources, taxonomy, filters), orjson.OPT_INDENT_2) + "\n")

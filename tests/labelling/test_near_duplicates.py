@@ -8,7 +8,7 @@ import re
 
 from annotator.labelling.grounding import normalise
 from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
-from annotator.labelling.rules import _TERMINATION_LOWER, _termination_matches, is_termination
+from annotator.labelling.rules import _ANCHORS, _TERMINATION, _termination_matches, is_termination
 
 #: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
 CRAFTED = [
@@ -41,11 +41,20 @@ def test_message_reads_the_normalised_head_and_its_clauses(shared_data):
 
 def test_termination_words_are_found_where_the_regex_scan_finds_them(shared_data):
     rng = random.Random(7)
-    pieces = ["<", " ", "\n", "final", " answer", "_answer", "terminate", "x", ">", ".", "'"]
-    texts = [t.lower() for t in who_and_when_texts(shared_data) if t.isascii()]
-    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(5000)]
+    pieces = ["<", " ", "\n", "\xa0", "\u2003", "final", " answer", "_answer", "terminate", "FINAL", "TERMINATE", "Nate",
+              "x", "é", "ı", "İ", "ſ", "ß", "fınal", "termınate", " anſwer", ">", ".", "'"]
+    texts = who_and_when_texts(shared_data)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
     for text in texts:
-        assert [m.span() for m in _termination_matches(text)] == [m.span() for m in _TERMINATION_LOWER.finditer(text)]
+        assert [m.span() for m in _termination_matches(text)] == [m.span() for m in _TERMINATION.finditer(text)]
+
+
+def test_the_anchor_letters_match_ascii_letters_only():
+    """What the anchors rest on: IGNORECASE matches their letters with no character beyond ASCII."""
+    letters = {chr(c) for anchor, _, head in _ANCHORS for c in anchor + head}
+    assert letters - {" ", "_"} <= set("aeflnrt")
+    for letter in letters:
+        assert not [c for c in range(0x80, 0x110000) if re.fullmatch(letter, chr(c), re.IGNORECASE)]
 
 
 def test_is_termination_on_ascii_and_other_text():
@@ -53,3 +62,5 @@ def test_is_termination_on_ascii_and_other_text():
     assert is_termination("Voilà, c'est fini. <FINAL_ANSWER> 42 </final_answer>")
     assert not is_termination('let other participant reply me only with "TERMINATE"')
     assert not is_termination("Le mot « final » n'y suffit pas.")
+    assert is_termination("Fertig ✓ TERMINATE") and not is_termination('réponds “TERMINATE”')
+    assert not is_termination("Fertig ✓ TERMINATE".replace("I", "ı"))  # IGNORECASE matches it, casefold does not

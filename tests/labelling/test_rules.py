@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from annotator.importers.importing import import_paths
 from annotator.labelling.rules import (
@@ -13,7 +22,13 @@ from annotator.labelling.rules import (
     step_repetition,
     unaware_of_termination,
 )
-from annotator.models import Step
+from annotator.labelling.rules_pool import PooledRules
+from annotator.labelling.runner import run_labeller
+from annotator.models import LabelRun, Step
+from annotator.store.labels import current_labels
+from annotator.store.requests import run_items
+from annotator.store.runs import create_run, get_run
+from annotator.store.synthetic import insert_step_rows, insert_trajectory_rows
 from annotator.store.trajectories import get_trajectory, list_trajectories
 from annotator.taxonomy import load_taxonomy
 
@@ -115,3 +130,50 @@ def test_who_and_when_output_is_pinned(db, shared_data):
             }
         assert found == pinned
     assert sum("FM-1.5" in v for v in pinned.values()) == 16 and sum("FM-1.3" in v for v in pinned.values()) == 13
+
+
+@pytest.mark.parametrize("split_steps", [50_000, 1])
+def test_worker_processes_store_what_one_process_finds(db, shared_data, split_steps):
+    """The runner over two worker processes stores, for every Who&When run, the verdicts the
+    detectors give in one process, whether a trajectory is one worker's or split over both;
+    closing the labeller ends the workers."""
+    assert not import_paths(db, [shared_data / "who_and_when"]).failed
+    tax = load_taxonomy()
+    ids = [t.id for t in list_trajectories(db)]
+    with PooledRules(db, workers=2, split_steps=split_steps) as pooled:
+        run = asyncio.run(run_labeller(db, pooled, tax, create_run(db, LabelRun(kind="rules")), ids))
+        workers = multiprocessing.active_children()
+        assert len(workers) == 2
+    assert run.status == "completed" and not any(p.is_alive() for p in workers)
+    fields = ("mode_id", "verdict", "onset_step", "evidence_steps", "quote", "rationale", "grounded")
+    for tid in ids:
+        stored = [tuple(getattr(lab, f) for f in fields) for lab in current_labels(db, tid, run.annotator)]
+        expected = [tuple(getattr(v, f) for f in fields) for v in RulesLabeller().verdicts(get_trajectory(db, tid), tax)]
+        assert sorted(stored) == sorted(expected)
+
+
+def test_ctrl_c_stops_a_pooled_rules_run_and_its_workers(db, db_path, shared_data):
+    """Ctrl-C reaches the whole process group: the run ends interrupted, with every trajectory it
+    stored labelled whole, and no worker is left running."""
+    step = ("agent", "assistant", "message", "Let us solve this step by step. " * 40)
+    insert_trajectory_rows(db, ({"id": f"t{i:03d}", "schema_version": 1, "source_format": "test", "task": TASK,
+                                 "content_hash": f"t{i:03d}", "imported_at": "2026-01-01T00:00:00+00:00"}
+                                for i in range(400)))
+    for i in range(400):
+        insert_step_rows(db, f"t{i:03d}", ((j, *step) for j in range(300)))
+    proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(db_path), "prelabel", "--labeller",
+                             "rules", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    end = time.monotonic() + 60
+    while not db.execute("SELECT count(*) FROM run_items WHERE status = 'done'").fetchone()[0]:
+        assert time.monotonic() < end, "no trajectory labelled"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT
+    assert get_run(db, 1).status == "interrupted"
+    done = {i.trajectory_id for i in run_items(db, 1, "done")}
+    assert 0 < len(done) < 400 and all(len(current_labels(db, t, "run:1")) == 4 for t in done)
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # nobody is left in the run's process group
+        os.killpg(proc.pid, 0)
