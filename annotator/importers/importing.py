@@ -388,14 +388,14 @@ class _Staged:
             setattr(self.result, earlier, getattr(self.result, earlier) - 1)
             status = "imported" if earlier == "imported" else status
             if earlier != "unchanged":
-                self.result.labels -= staging.unstage_labels(self.db, self.token, tid)
+                self.result.labels -= staging.unstage_labels(self.db, tid)
                 self.attributions = [a for a in self.attributions if a.trajectory_id != tid]
             rec.ledger.warn("duplicate_id", "a trajectory id the file gives again: the later record is kept")
         self.status[tid] = status
         setattr(self.result, status, getattr(self.result, status) + 1)
         if status != "unchanged":
             self.result.ledger.merge(rec.ledger)
-            self.result.labels += staging.stage_labels(self.db, self.token, rec.labels)
+            self.result.labels += staging.stage_labels(self.db, rec.labels)
             self.attributions.extend(rec.attributions)
 
     def merge_stubs(self) -> None:
@@ -412,7 +412,7 @@ class _Staged:
             if status != "unchanged":
                 result.ledger.merge(rec.ledger)
         rows = new_or_changed(self.db, [row for rec in stubs for row in rec.label_rows])
-        result.labels += staging.stage_label_rows(self.db, self.token, rows)
+        result.labels += staging.stage_label_rows(self.db, rows)
         stubs.clear()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import get_args
 
@@ -84,7 +85,7 @@ def _stored_label(row: dict) -> tuple:
         and _integer(onset) and _integer(run_id) and _text(quote) and _text(note) and _text(rationale)
         and _text(taxonomy_hash) and (grounded is None or type(grounded) is bool)
         and (confidence is None or (type(confidence) in (float, int) and 0 <= confidence <= 1))
-        and (steps is None or (type(steps) is list and all(type(i) is int for i in steps)))
+        and (steps is None or (type(steps) is list and (not steps or all(type(i) is int for i in steps))))
         and (extra is None or type(extra) is dict)
         and (created is None or (type(created) is str and _canonical_time(created)))
     ):
@@ -102,6 +103,7 @@ def _stored_label(row: dict) -> tuple:
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{6})?(?:[+-]\d\d:\d\d)?").fullmatch
 
 
+@lru_cache(maxsize=4096)  # the labels of one trajectory by one source mostly share their time
 def _canonical_time(text: str) -> bool:
     """Whether ``text`` is a valid time in the form the store writes, so it can be kept as it is."""
     if _ISO_TIME(text) is None:
@@ -159,10 +161,11 @@ class MastExport(Importer):
                 if current is None or current.trajectory.id != row["trajectory_id"]:
                     done, current = current, _stub(row, path, opts)
                     if done is not None:
+                        done.ledger.mapped(len(done.label_rows))
                         yield done
-                current.label_rows.append(_stored_label(row))
-                current.ledger.mapped()  # the row is a label
+                current.label_rows.append(_stored_label(row))  # the row is a label: counted as mapped below
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:
+            current.ledger.mapped(len(current.label_rows))
             yield current

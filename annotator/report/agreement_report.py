@@ -10,6 +10,7 @@ with the seed in the header; every statistic reads the same replicates.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -249,8 +250,9 @@ class Walked:
 
 def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: bootstrap.Plan) -> Walked:
     """Every per-trajectory term of the agreement, computed a block of :data:`ROWS` trajectories at
-    a time, and the columns the bootstrap resamples added to ``plan`` (bool and small integers,
-    stored as int8): what is held over all trajectories is a byte per term, never a float matrix.
+    a time (two blocks at once, one per core), and the columns the bootstrap resamples added to
+    ``plan`` (bool and small integers, stored as int8): what is held over all trajectories is a
+    byte per term, never a float matrix.
 
     With every cell decided by every source, Fleiss' κ and α follow from the pairs' replicated
     tables (:func:`annotator.report.agreement.alpha_sums_from_pairs`), so their terms are only
@@ -266,26 +268,37 @@ def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: b
     rater_terms = None if complete or m < 3 else (np.empty((n, 3 * k), np.float32), np.empty((n, 3 * k), np.float32))
     sums = Sums(np.zeros(3 * k), np.zeros(3 * k), np.zeros(k), np.zeros(k))
     index = {s: i for i, s in enumerate(sources)}
-    for lo in range(0, n, ROWS):
+
+    def one(lo: int) -> tuple:
+        """The block of rows from ``lo``: its rows of the held terms written, its sums and onset
+        differences returned (numpy releases the GIL, so two blocks run at once)."""
         rows = slice(lo, min(lo + ROWS, n))
         present = [lab.present[rows] for lab in labels]
         known = [lab.known[rows] for lab in labels]
+        diffs = {}
         for s1, s2 in pairs:
             i, j = index[s1], index[s2]
             terms[(s1, s2)][rows] = ag.pair_terms(present[i], known[i], present[j], known[j])
             diff = ag.onset_differences(labels[i].onset[rows], labels[j].onset[rows], present[i] & present[j])
             onsets[(s1, s2)][rows] = onset_terms(diff)
             has = ~np.isnan(diff)
-            for col, parts in enumerate(cells[(s1, s2)]):
-                parts.append(diff[has[:, col], col])
+            diffs[(s1, s2)] = [diff[has[:, col], col] for col in range(k)]
         raters = ag.Raters.of(present, known)
         fleiss, alpha = raters.fleiss_terms(), raters.alpha_terms()
-        sums.fleiss += fleiss.sum(axis=0, dtype=np.float64)
-        sums.alpha += alpha.sum(axis=0, dtype=np.float64)
-        sums.ones += raters.ones.sum(axis=0)
-        sums.decided += raters.decided.sum(axis=0)
         if rater_terms is not None:
             rater_terms[0][rows], rater_terms[1][rows] = fleiss, alpha
+        return (diffs, fleiss.sum(axis=0, dtype=np.float64), alpha.sum(axis=0, dtype=np.float64),
+                raters.ones.sum(axis=0), raters.decided.sum(axis=0))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for diffs, fleiss, alpha, ones, decided in pool.map(one, range(0, n, ROWS)):  # in order
+            for p in pairs:
+                for parts, d in zip(cells[p], diffs[p], strict=True):
+                    parts.append(d)
+            sums.fleiss += fleiss
+            sums.alpha += alpha
+            sums.ones += ones
+            sums.decided += decided
     totals, onset_totals, onset_clusters = {}, {}, {}
     for p in pairs:
         totals[("pair", *p)] = terms[p].sum(axis=0, dtype=np.float64)
@@ -298,8 +311,8 @@ def walk(frame: Frame, sources: list[str], pairs: list[tuple[str, str]], plan: b
     if rater_terms is not None:
         plan.add("fleiss", rater_terms[0])
         plan.add("alpha", rater_terms[1])
-    for lab in labels:  # read: the differences above are all the agreement needs of them
-        lab.onset = lab.onset[:0]
+    for lab in labels:  # read: the differences above are all the agreement needs of them (a new
+        lab.onset = np.empty((0, k))  # array, as a view would keep the matrix alive)
     return Walked(totals, cells, onset_totals, onset_clusters, sums, complete)
 
 

@@ -46,7 +46,7 @@ def label_row(label: Label) -> tuple:
     )
 
 
-#: The columns a label is written with (``pending_labels`` has the same, for imports in progress).
+#: The columns a label is written with (an import in progress stages its labels with the same).
 LABEL_COLUMNS = (
     "schema_version, trajectory_id, mode_id, annotator, verdict, onset_step, evidence_steps, quote, note,"
     " rationale, confidence, provenance, run_id, grounded, taxonomy_hash, retracts, extra, created_at"

@@ -10,7 +10,8 @@ one last short transaction:
   a time;
 - a changed trajectory's new version is written the same way under a shadow id, and publishing
   moves it under the real id (the trajectory's labels and reviews stay);
-- the file's labels wait in ``pending_labels``, its attributions in memory, until then.
+- the file's labels wait in a temporary table of the connection (``staged_labels``), its
+  attributions in memory, until then (releases before kept them in ``pending_labels``).
 
 A file that fails is discarded (:func:`discard`): nothing of it remains, visible or not. A
 process killed mid-import leaves only invisible rows, tagged with its import's token; the next
@@ -89,6 +90,7 @@ def start(db: Database, source: str) -> str:
     token = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
     _take_lease(db, token)  # before the row: a registered import always has its lease
     with write(db):
+        db.execute(f"DELETE FROM {_staged(db)}")  # what a failed import could not withdraw is not this one's
         db.execute(
             "INSERT INTO imports (token, host, pid, source, started_at) VALUES (?, ?, ?, ?, ?)",
             [token, host, os.getpid(), source, utcnow().isoformat()],
@@ -182,22 +184,30 @@ def _drop(db: Database, traj_id: str) -> None:
     db.execute("DELETE FROM trajectories WHERE id = ?", [traj_id])
 
 
-def stage_labels(db: Database, token: str, labels: Iterable[Label]) -> int:
+def _staged(db: Database) -> str:
+    """The table where this connection keeps the labels of the file it is importing until it
+    publishes them: a temporary one, the connection's own, so keeping them writes nothing to
+    the database (no write lock, no log to replay) and a process that dies leaves none behind.
+    A connection imports one file at a time, so the table holds that file's labels alone."""
+    db.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_labels (seq INTEGER PRIMARY KEY, {LABEL_COLUMNS})")
+    return "temp.staged_labels"
+
+
+def stage_labels(db: Database, labels: Iterable[Label]) -> int:
     """Keep labels until the import is published; returns how many."""
-    return stage_label_rows(db, token, [label_row(lab) for lab in labels])
+    return stage_label_rows(db, [label_row(lab) for lab in labels])
 
 
-def stage_label_rows(db: Database, token: str, rows: Sequence[tuple]) -> int:
+def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
     """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
-    marks = ", ".join("?" for _ in range(len(LABEL_COLUMNS.split(",")) + 1))
-    db.conn.executemany(f"INSERT INTO pending_labels (token, {LABEL_COLUMNS}) VALUES ({marks})",
-                        [(token, *row) for row in rows])
+    marks = ", ".join("?" for _ in LABEL_COLUMNS.split(","))
+    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", rows)
     return len(rows)
 
 
-def unstage_labels(db: Database, token: str, trajectory_id: str) -> int:
+def unstage_labels(db: Database, trajectory_id: str) -> int:
     """Withdraw the labels staged for one trajectory (a later record of it replaces them); returns how many."""
-    return db.execute("DELETE FROM pending_labels WHERE token = ? AND trajectory_id = ?", [token, trajectory_id]).rowcount
+    return db.execute(f"DELETE FROM {_staged(db)} WHERE trajectory_id = ?", [trajectory_id]).rowcount
 
 
 def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution],
@@ -216,13 +226,10 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
             move_version(db, shadow, real)
         db.execute("UPDATE trajectories SET pending = NULL WHERE pending = ?", [token])
         before = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
-        db.execute(
-            f"INSERT INTO labels ({LABEL_COLUMNS}) SELECT {LABEL_COLUMNS} FROM pending_labels WHERE token = ?"
-            " ORDER BY seq",
-            [token],
-        )
+        staged = _staged(db)
+        db.execute(f"INSERT INTO labels ({LABEL_COLUMNS}) SELECT {LABEL_COLUMNS} FROM {staged} ORDER BY seq")
         make_current(db, before)
-        db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
+        db.execute(f"DELETE FROM {staged}")
         for att in attributions:
             save_attribution(db, att)
         db.execute("DELETE FROM imports WHERE token = ?", [token])
@@ -235,7 +242,9 @@ def discard(db: Database, token: str) -> None:
         for (tid,) in db.execute("SELECT id FROM trajectories WHERE pending = ?", [token]).fetchall():
             _drop(db, tid)
             batches.point()
-        db.execute("DELETE FROM pending_labels WHERE token = ?", [token])
+        if token in _LEASES:  # this connection's own import: its labels are in its temporary table
+            db.execute(f"DELETE FROM {_staged(db)}")
+        db.execute("DELETE FROM pending_labels WHERE token = ?", [token])  # what an earlier release staged
         db.execute("DELETE FROM imports WHERE token = ?", [token])
     _end_lease(db, token)
 
