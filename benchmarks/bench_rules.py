@@ -93,6 +93,20 @@ class Timed:
     summary: str
 
 
+#: The floor: a process that opens the database and reads every step's fields the detectors read,
+#: as the rules labeller pages them, and nothing else.
+FLOOR = (
+    "import sys\n"
+    "from annotator.labelling.rules import FIELDS\n"
+    "from annotator.store import open_db\n"
+    "from annotator.store.steps import iter_step_fields\n"
+    "db = open_db(sys.argv[1])\n"
+    "for (tid,) in db.execute('SELECT id FROM trajectories').fetchall():\n"
+    "    for _ in iter_step_fields(db, tid, FIELDS):\n"
+    "        pass\n"
+)
+
+
 def _tree_rss(proc: psutil.Process) -> int:
     """The resident memory of ``proc`` and of its children, bytes (0 once it has gone)."""
     total = 0

@@ -2,7 +2,7 @@
 
 The detectors are Python work on every character of every step, so one process uses one core
 however many trajectories a run has. ``PooledRules`` hands each trajectory to a pool of worker
-processes (one a core, forked, each with its own connection to the same database, read only),
+processes (one a core, forked, each with its own connection to the same database, only read),
 which read its steps and run the detectors exactly as ``RulesLabeller`` does in process; the
 verdicts come back to the runner, which stays the only writer and stores each trajectory's
 labels in one transaction as before. An in-memory database (nothing to share) or one core
@@ -26,13 +26,13 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Sequence
-from itertools import chain
 from concurrent.futures import ProcessPoolExecutor
+from itertools import chain
 from types import TracebackType
 
 from sqlite_utils import Database
 
-from annotator.labelling.rules import DETECTORS, RulesLabeller, _Detector
+from annotator.labelling.rules import RulesLabeller, _Detector
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Trajectory
 from annotator.store import open_db
@@ -109,12 +109,10 @@ class PooledRules:
         """End the workers, at once: a run stopped midway does not wait for the trajectories they hold."""
         if self.pool is None:
             return
-        processes = list(self.pool._processes.values())  # no public way to end them before 3.14
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:
+        for p in list(self.pool._processes.values()):  # no public way to end them before 3.14
             p.terminate()
-        for p in processes:
-            p.join()
+        # the pool's own thread reaps them: a second waiter would race it for their exit status
+        self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
 
     def __enter__(self) -> PooledRules:

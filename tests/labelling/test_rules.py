@@ -140,9 +140,10 @@ def test_worker_processes_store_what_one_process_finds(db, shared_data, split_st
     assert not import_paths(db, [shared_data / "who_and_when"]).failed
     tax = load_taxonomy()
     ids = [t.id for t in list_trajectories(db)]
+    others = set(multiprocessing.active_children())
     with PooledRules(db, workers=2, split_steps=split_steps) as pooled:
         run = asyncio.run(run_labeller(db, pooled, tax, create_run(db, LabelRun(kind="rules")), ids))
-        workers = multiprocessing.active_children()
+        workers = [p for p in multiprocessing.active_children() if p not in others]
         assert len(workers) == 2
     assert run.status == "completed" and not any(p.is_alive() for p in workers)
     fields = ("mode_id", "verdict", "onset_step", "evidence_steps", "quote", "rationale", "grounded")
