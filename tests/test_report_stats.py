@@ -238,6 +238,21 @@ def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
     assert together["a"] == pytest.approx(bootstrap.sums(twins[:, :2], 100, seed=7))
 
 
+def test_bootstrap_sums_are_the_same_whether_rows_are_grouped_or_mostly_distinct():
+    """Few distinct rows are resampled by group; mostly distinct ones per trajectory: the same sums."""
+    from annotator.report.row_groups import row_groups
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    few = (rng.random((n, 3)) < 0.3).astype(np.int8)
+    many = np.column_stack([few, rng.integers(0, 1000, n)])
+    for x in (few, many):
+        share = len(row_groups([x[:, j] for j in range(x.shape[1])], n)[0]) / n
+        assert (share > bootstrap.GROUPED_SHARE) == (x is many)
+        every_row = np.vstack([w @ x.astype(np.float64) for w in bootstrap.weights(n, 50, seed=9)])
+        assert (bootstrap.sums(x, 50, seed=9) == every_row).all()
+
+
 def test_bootstrap_over_groups_of_equal_rows_equals_the_product_over_every_row():
     """Counting draws per group of identical rows gives every replicate sum of W @ X exactly."""
     from annotator.report.row_groups import row_groups

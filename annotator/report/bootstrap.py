@@ -33,11 +33,15 @@ CHUNK = 128
 #: Resample counts held at once: a block of replicates is smaller over many groups
 #: (32 replicates × a million trajectories), which changes nothing drawn.
 BLOCK_CELLS = 2**25
+#: Share of distinct rows above which the terms are resampled per trajectory: an agreement's
+#: terms (three sources × 14 modes, their pairs and onsets) leave four rows in five distinct, and
+#: grouping them would only lay the same rows out again as float64 (2.4 GB at a million).
+GROUPED_SHARE = 0.5
 
 
 def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
-            groups: int | None = None) -> Iterator[np.ndarray]:
-    """Blocks of resample counts (int64, shape (≤CHUNK, groups)) for ``replicates`` replicates:
+            groups: int | None = None, dtype: type = np.int64) -> Iterator[np.ndarray]:
+    """Blocks of resample counts (``dtype``, shape (≤CHUNK, groups)) for ``replicates`` replicates:
     per trajectory (``group`` None), or per group of trajectories (``group[i]`` is the group of
     trajectory i, of ``groups``).
 
@@ -50,7 +54,7 @@ def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
     width = n if group is None else int(groups)
     table = None if group is None else group.astype(np.uint16 if width <= 2**16 else np.uint32)
     per_block = max(1, min(CHUNK, BLOCK_CELLS // max(width, 1)))
-    dtype = np.int32 if n < 2**31 else np.int64
+    drawn = np.int32 if n < 2**31 else np.int64
     done = 0
 
     def count(block: np.ndarray, i: int, draws: np.ndarray) -> None:
@@ -59,8 +63,8 @@ def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
     with ThreadPoolExecutor(max_workers=2) as pool:
         while done < replicates:
             b = min(per_block, replicates - done)
-            block = np.empty((b, width), dtype=np.int64)
-            counted = [pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=dtype)) for i in range(b)]
+            block = np.empty((b, width), dtype=dtype)
+            counted = [pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=drawn)) for i in range(b)]
             for c in counted:
                 c.result()
             yield block
@@ -79,6 +83,13 @@ def _grouped_sums(columns: list[np.ndarray], n: int, replicates: int, seed: int)
     if n == 0 or replicates <= 0:
         return np.zeros((0, len(columns)))
     first, group = row_groups(columns, n)
+    if len(first) > GROUPED_SHARE * n:
+        # Per trajectory in float32, the product of before the groups (the same sums): grouping
+        # rows that are mostly distinct saves no work and would lay them out again in float64.
+        x = np.empty((n, len(columns)), dtype=np.float32)
+        for j, column in enumerate(columns):
+            x[:, j] = column
+        return np.vstack([(w @ x).astype(np.float64) for w in weights(n, replicates, seed, dtype=np.float32)])
     x = np.empty((len(first), len(columns)), dtype=np.float64)
     for j, column in enumerate(columns):
         x[:, j] = column[first]
