@@ -107,13 +107,16 @@ def build(
     sources: list[Source] = [resolve(db, name) for name in source_names]
     mode_ids = taxonomy.mode_ids
     reading = read_verdicts(db, sources, mode_ids)  # SQLite folds the cells while the columns are read
-    cols = report_tables.trajectory_columns(db, filters, people(sources))
+    try:
+        cols = report_tables.trajectory_columns(db, filters, people(sources))
+        verdicts = reading.result()
+    finally:
+        reading.cancel()
     ids = cols.ids
     n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(ids):
         excluded["outside the filters"] = n_total - len(ids)
-    verdicts = reading()
     loaded = {s.name: load(db, s, ids, mode_ids, verdicts, cols.reviews) for s in sources}
     del verdicts
     keep = np.ones(len(ids), dtype=bool)

@@ -52,8 +52,12 @@ def summaries(db: Database, taxonomy: Taxonomy) -> list[SourceSummary]:
         return []
     mode_ids = taxonomy.mode_ids
     reading = read_verdicts(db, sources, mode_ids)
-    cols = report_tables.trajectory_columns(db, reviewers=people(sources))
-    ids, verdicts = cols.ids, reading()
+    try:
+        cols = report_tables.trajectory_columns(db, reviewers=people(sources))
+        verdicts = reading.result()
+    finally:
+        reading.cancel()
+    ids = cols.ids
     last = report_tables.last_activity(db)
     out = []
     for source in sources:

@@ -23,7 +23,6 @@ of :mod:`annotator.label_sources`, which this module only loads.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,9 +115,9 @@ def people(sources: list[Source]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def read_verdicts(db: Database, sources: list[Source], mode_ids: tuple[str, ...]) -> Callable[[], dict]:
+def read_verdicts(db: Database, sources: list[Source], mode_ids: tuple[str, ...]) -> report_tables.VerdictReads:
     """The folded verdict rows of every annotator behind ``sources``, read in parallel, in four
-    ranges of trajectory ids each; started at once, the function returned gives them
+    ranges of trajectory ids each; started at once, the reads returned give them
     (``report_tables.verdict_rows_many``)."""
     return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, report_tables.id_splits(db, 4))
 

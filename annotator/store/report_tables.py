@@ -251,13 +251,45 @@ def verdict_rows(
     return Verdicts.join(parts)
 
 
+class VerdictReads:
+    """Verdict reads under way on their own threads: :meth:`result` waits for their rows;
+    :meth:`cancel` (in a ``finally``) stops those still running, so that a caller that fails
+    or is interrupted meanwhile does not wait at exit for seconds of SQLite work nobody needs."""
+
+    def __init__(self, annotators: Sequence[str], jobs: list[tuple[str, str | None, str | None]],
+                 run: Callable[[tuple[str, str | None, str | None], list], Verdicts] | None,
+                 done: dict[str, Verdicts] | None = None) -> None:
+        self._annotators, self._jobs, self._done = annotators, jobs, done
+        self._connections: list[sqlite3.Connection] = []
+        self._reading: list = []
+        if run is not None:
+            pool = ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2))
+            self._reading = [pool.submit(run, job, self._connections) for job in jobs]
+            pool.shutdown(wait=False)
+
+    def result(self) -> dict[str, Verdicts]:
+        if self._done is None:
+            results = [r.result() for r in self._reading]
+            self._done = {a: Verdicts.join([r for (b, _, _), r in zip(self._jobs, results, strict=True) if b == a])
+                          for a in self._annotators}
+        return self._done
+
+    def cancel(self) -> None:
+        for reading in self._reading:
+            reading.cancel()
+        for conn in list(self._connections):
+            try:
+                conn.interrupt()
+            except sqlite3.ProgrammingError:  # closed meanwhile: its read is over
+                pass
+
+
 def verdict_rows_many(
     db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
-) -> Callable[[], dict[str, Verdicts]]:
-    """:func:`verdict_rows` of several annotators, read in parallel and started at once: the
-    function returned waits for the reads and gives their rows, so that the caller reads the
-    trajectory columns meanwhile (SQLite's folding of a million trajectories' cells takes seconds
-    of its own).
+) -> VerdictReads:
+    """:func:`verdict_rows` of several annotators, read in parallel and started at once, so that
+    the caller reads the trajectory columns meanwhile (SQLite's folding of a million
+    trajectories' cells takes seconds of its own).
 
     The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
     spread over threads, each with its own read-only connection: SQLite does the folding
@@ -270,24 +302,18 @@ def verdict_rows_many(
     if not path or len(jobs) == 1:
         rows = {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
                 for a in annotators}
-        return lambda: rows
+        return VerdictReads(annotators, jobs, None, rows)
 
-    def run(job: tuple[str, str | None, str | None]) -> Verdicts:
+    def run(job: tuple[str, str | None, str | None], connections: list) -> Verdicts:
         conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=30)  # quoted: ?, # and %
+        connections.append(conn)
         try:
             return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
         finally:
+            connections.remove(conn)
             conn.close()
 
-    pool = ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2))
-    reading = [pool.submit(run, job) for job in jobs]
-    pool.shutdown(wait=False)
-
-    def rows() -> dict[str, Verdicts]:
-        results = [r.result() for r in reading]
-        return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
-
-    return rows
+    return VerdictReads(annotators, jobs, run)
 
 
 def id_splits(db: Database, parts: int) -> list[str]:
