@@ -14,6 +14,7 @@ transaction): import ≤ 2x the floor, unchanged re-import ≤ 0.5x.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import subprocess
@@ -125,6 +126,17 @@ def make_long(path: Path) -> None:
     path.write_bytes(orjson.dumps({"id": "long-run", "model": "gpt-4o", "messages": messages[:LONG_STEPS]}))
 
 
+def generate(make, path: Path) -> None:
+    """``make(path)`` in a fresh interpreter of its own. Linux keeps, as a child's peak RSS, the
+    larger of its own and its parent's at the time it started, so an input built in this
+    process (hundreds of MB of text) would be counted in every import measured after it."""
+    child = multiprocessing.get_context("spawn").Process(target=make, args=(path,))
+    child.start()
+    child.join()
+    if child.exitcode:
+        raise SystemExit(f"generating {path.name} failed (exit {child.exitcode})")
+
+
 def run_measured(args: list[str]) -> tuple[float, float, float, str]:
     """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one child process that must succeed."""
     seconds, cpu, rss, out, err, code = _measure(args)
@@ -167,10 +179,10 @@ def main() -> None:
     corpus, long = DATA / "mad_full_synthetic.json", DATA / "long_10000_steps.json"
     if not corpus.exists():
         print("generating the synthetic MAD corpus ...", flush=True)
-        make_corpus(corpus)
+        generate(make_corpus, corpus)
     if not long.exists():
         print("generating the 10,000-step trajectory ...", flush=True)
-        make_long(long)
+        generate(make_long, long)
     db = DATA / "bench.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)

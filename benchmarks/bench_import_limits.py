@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.bench_import import DATA, MAST, run_measured_any
+from benchmarks.bench_import import DATA, MAST, generate, run_measured_any
 
 BUDGET_MB = 600
 NESTING = 100_000
@@ -90,7 +90,7 @@ def main() -> int:
         path = DATA / name
         if not path.exists():
             print(f"generating {name} ...", flush=True)
-            make(path)
+            generate(make, path)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         seconds, _, rss, out, err = run_measured_any([*MAST, "--db", str(db), "import", "-q", str(path)])
