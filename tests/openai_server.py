@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import socket
 import threading
 import time
 import uuid
+from collections import Counter, deque
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,6 +53,9 @@ _FAULT = re.compile(r"FAULT:(\w+)")
 _MARKER = re.compile(r"ID:(\w+)")
 _CANNED = re.compile(r"JUDGE:(FM-\d\.\d)")
 TRANSIENT = {"429", "500", "hang", "drop", "garbage"}
+#: The prompt cache: prefixes count in blocks of 128 tokens (4 characters a token), over the last prompts.
+PREFIX_CHARS = 512
+PROMPTS_REMEMBERED = 32
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -71,7 +74,9 @@ class FakeOpenAI:
         self.limits = {k: _Bucket(v, burst_s) for k, v in (("requests", rpm), ("tokens", tpm)) if v}
         self.ratelimit_headers = ratelimit_headers
         self.reject_key = reject_key
-        self._prompts: list[str] = []
+        #: Digests of the 512-character prefixes of the last prompts, for the prompt cache.
+        self._prompts: deque[list[bytes]] = deque(maxlen=PROMPTS_REMEMBERED)
+        self._prefixes: Counter[bytes] = Counter()
         self.supports_json_schema = supports_json_schema
         self.hang_seconds = hang_seconds
         self.retry_after = retry_after
@@ -140,12 +145,28 @@ class FakeOpenAI:
         return headers
 
     def _cached_tokens(self, text: str) -> int:
-        """The prompt-cache hit of ``text``, as OpenAI counts it."""
+        """The prompt-cache hit of ``text``, as OpenAI counts it: the prefix it shares with one of
+        the last prompts, in whole 128-token blocks (4 characters a token) from 1,024 tokens on.
+
+        A block boundary is every 512 characters, so the hit is the longest such prefix of
+        ``text`` that a remembered prompt also began with: one digest per boundary, computed
+        incrementally, looked up in the digests of the remembered prompts (comparing the text
+        with each of them took longer than answering the request)."""
+        digests, h = [], hashlib.blake2b(digest_size=16)
+        for start in range(0, len(text) - len(text) % PREFIX_CHARS, PREFIX_CHARS):
+            h.update(text[start:start + PREFIX_CHARS].encode())
+            digests.append(h.copy().digest())
         with self._lock:
-            shared = max((len(os.path.commonprefix([text, p])) for p in self._prompts), default=0)
-            self._prompts = [*self._prompts[-31:], text]
-        tokens = shared // 4
-        return 0 if tokens < 1024 else tokens - tokens % 128
+            blocks = next((k + 1 for k in range(len(digests) - 1, -1, -1) if self._prefixes[digests[k]]), 0)
+            if len(self._prompts) == self._prompts.maxlen:
+                for d in self._prompts[0]:
+                    self._prefixes[d] -= 1
+                    if not self._prefixes[d]:
+                        del self._prefixes[d]
+            self._prompts.append(digests)
+            self._prefixes.update(digests)
+        tokens = blocks * PREFIX_CHARS // 4
+        return 0 if tokens < 1024 else tokens
 
     def answer(self, body: dict[str, Any], key: str) -> tuple[int, Any, dict[str, str]]:
         """(status, JSON body or raw bytes, headers) for a chat request; also what a batch line gets.
