@@ -711,11 +711,10 @@ def _emit(doc, fmt: str, path: str | None) -> None:
 
             render(doc, output.terminal_console(width=max(out.width, output.FILE_WIDTH)))
         else:
-            sys.stdout.write(output.render_text(doc, fmt))
+            output.write(doc, fmt, sys.stdout)
         return
-    text = output.render_text(doc, fmt)
     with output.atomic_file(path) as fh:
-        fh.write(text)
+        output.write(doc, fmt, fh)
     err.print(Text(f"wrote {path}", style="dim"))
 
 

@@ -6,7 +6,7 @@ completed pre-labelling run ("run:1") and an imported set ("dataset"): 42 millio
 at the largest size, written by SQL from one row per trajectory and source, with the indexes
 built once at the end (minutes, not hours). Then, each in a fresh process so peak memory is its
 own, it times a full report over alice (bootstrap intervals with 1,000 replicates and both
-logistic regressions, rendered to JSON with every trajectory listed) and the agreement of the
+logistic regressions, written as JSON to a file with every trajectory listed) and the agreement of the
 three sources with alice as reference (1,000 replicates), and prints the sizes side by side so
 the growth shows. Targets: at 100,000 ≤ 10 s each and ≤ 1 GB; at 1,000,000 report ≤ 30 s,
 agreement ≤ 45 s, each ≤ 2 GB peak RSS, on a 2-core machine. The machine may be shared, so
@@ -21,6 +21,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,7 +132,7 @@ def _report(which: str, start: float, cpu_start: float, detail: str) -> None:
 
 def child(which: str, size: str) -> None:
     """Time one task over the database of ``size`` in this process; print its figures as JSON."""
-    from annotator.report import render_json
+    from annotator.report import output
     from annotator.report.agreement_report import build_agreement
     from annotator.report.document import build_report
     from annotator.store import open_db
@@ -149,10 +150,14 @@ def child(which: str, size: str) -> None:
         ceiling = doc.table("reference").records[-1]
         human = ceiling["human_kappa_na"] or f"human κ {ceiling['human_kappa']:.3f}"
         detail = f"pooled Fleiss κ {pooled['fleiss_kappa']:.3f}, α {pooled['alpha']:.3f}, AC1 {pooled['ac1']:.3f}; {human}"
-    text = render_json.render(doc)
+    with tempfile.TemporaryDirectory() as scratch:  # written as `mast ... --format json -o` writes
+        path = Path(scratch) / f"{which}.json"
+        with output.atomic_file(path) as fh:
+            output.write(doc, "json", fh)
+        written = path.stat().st_size
     counted = doc.header["counts"]["trajectories_counted"]
     print(json.dumps({**_figures(start, cpu_start),
-                      "detail": f"{counted:,} trajectories, {len(text) / 1e6:.1f} MB JSON; {detail}"}), flush=True)
+                      "detail": f"{counted:,} trajectories, {written / 1e6:.1f} MB JSON; {detail}"}), flush=True)
 
 
 def _cpu() -> float:

@@ -56,3 +56,27 @@ def test_a_report_over_no_trajectories_does_not_crash(sample_db):
 
     doc = build_report(sample_db, "mad-human-1", load_taxonomy(), TrajectoryFilter(system="no such system"), replicates=20)
     assert doc.header["counts"]["trajectories_counted"] == 0
+
+
+def test_cleared_tags_and_modes_outside_the_codebook_are_told_apart(db):
+    """A label outside the codebook is counted as such; a cleared tag (no verdict) is not a verdict
+    and not outside; a trajectory whose labels are all cleared has no verdicts (not finished)."""
+    from tests.report_data import MODES, add_trajectory, label_all
+
+    from annotator.models import Label
+    from annotator.store.labels import add_labels
+
+    for tid in ("t0", "t1", "t2"):
+        add_trajectory(db, tid)
+        label_all(db, tid, "dataset", {"FM-1.1"}, provenance="imported", done=False)
+    cleared = [Label(trajectory_id="t1", mode_id="FM-1.1", annotator="dataset", verdict=None, provenance="imported")]
+    cleared += [Label(trajectory_id="t2", mode_id=m, annotator="dataset", verdict=None, provenance="imported")
+                for m in MODES]
+    add_labels(db, [*cleared, Label(trajectory_id="t0", mode_id="FM-9.9", annotator="dataset", verdict="present",
+                                    provenance="imported")])
+    frame = build(db, ["dataset"], load_taxonomy())
+    lab = frame.labels["dataset"]
+    assert lab.outside_codebook == 1
+    assert frame.ids.tolist() == ["t0", "t1"] and frame.excluded["not finished by the source"] == 1
+    assert lab.present[:, frame.mode_ids.index("FM-1.1")].tolist() == [True, False]
+    assert not lab.known[1, frame.mode_ids.index("FM-1.1")] and lab.known[1].sum() == 13

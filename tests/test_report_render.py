@@ -76,6 +76,29 @@ def test_json_and_csv_carry_the_same_numbers(hostile_db):
     assert len(traj["records"]) == 32 == traj["total_rows"]
 
 
+def test_json_is_written_a_block_of_rows_at_a_time_as_one_document(hostile_db):
+    """The streamed JSON is byte for byte orjson's of the whole document, control characters inert."""
+    from annotator.report.tables import Rows
+    from annotator.text import json_text
+
+    add_trajectory(hostile_db, "c1", title="csi \x9b31m here", outcome="failure")
+    label_all(hostile_db, "c1", "alice", set())
+    doc = build_report(hostile_db, "alice", TAX, replicates=20, row_limit=None)
+    listing = doc.table("trajectories")
+    every = list(listing.records)
+    listing.records = Rows(len(every), lambda start, end: every[start:end], block=5)  # several blocks
+    doc.sections[-1].tables.append(type(listing)("empty", "none", ["a"], Rows(0, lambda a, b: [])))
+    whole = doc.as_dict()
+    for section in whole["sections"]:
+        for table in section["tables"]:
+            table["records"] = list(table["records"])
+    text = render_json.render(doc)
+    assert text == json_text(whole, orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + "\n"
+    assert "\x9b" not in text and "csi \\u009b31m here" in text
+    records = orjson.loads(text)["sections"][0]["tables"][0]["records"]
+    assert len(records) == 33 and records == list(listing.records) and listing.records[2:4] == records[2:4]
+
+
 def test_agreement_renders_in_every_format(hostile_db):
     doc = build_agreement(hostile_db, ["alice", "bob"], TAX, reference="alice", replicates=50)
     assert "Against the reference alice" in render_md.render(doc)

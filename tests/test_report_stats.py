@@ -167,6 +167,10 @@ def test_logit_matches_statsmodels_and_falls_back_on_separation(db):
     ors = {r["term"]: r["odds_ratio"] for r in fit.records}
     assert ors["FM-1.1"] == pytest.approx(np.exp(ref.params[1]), rel=1e-4)
     assert ors["FM-2.2"] == pytest.approx(np.exp(ref.params[2]), rel=1e-4)
+    # 120 trajectories, 8 distinct (outcome, FM-1.1, FM-2.2) rows: fitted on those, weighted, the same errors
+    rec = {r["term"]: r for r in fit.records}["FM-1.1"]
+    assert (rec["ci_low"], rec["ci_high"]) == pytest.approx(tuple(np.exp(ref.conf_int()[1])), rel=1e-5)
+    assert rec["p"] == pytest.approx(ref.pvalues[1], rel=1e-5)
     # FM-3.1 in failed trajectories only: separation -> penalised fit, said so
     for i in range(120):
         if y[i] and i % 3 == 0:
@@ -232,6 +236,28 @@ def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
     together = plan.run(100, seed=7)
     assert (together["b"][:, :2] == together["a"]).all()
     assert together["a"] == pytest.approx(bootstrap.sums(twins[:, :2], 100, seed=7))
+
+
+def test_bootstrap_over_groups_of_equal_rows_equals_the_product_over_every_row():
+    """Counting draws per group of identical rows gives every replicate sum of W @ X exactly."""
+    from annotator.report.row_groups import row_groups
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    x = np.column_stack([rng.random((n, 6)) < 0.2, rng.integers(-3, 12, (n, 2)), rng.integers(0, 3, n) * 0.25])
+    first, group = row_groups([x[:, j] for j in range(x.shape[1])], n)
+    assert len(first) < n and (x[first][group] == x).all()
+    assert len(np.unique(x, axis=0)) == len(first)
+    every_row = np.vstack([w @ x for w in bootstrap.weights(n, 300, seed=4)])
+    assert (bootstrap.sums(x, 300, seed=4) == every_row).all()
+    grouped = np.vstack(list(bootstrap.weights(n, 300, seed=4, group=group, groups=len(first))))
+    assert (grouped == np.vstack([np.bincount(group, weights=w, minlength=len(first))
+                                  for w in np.vstack(list(bootstrap.weights(n, 300, seed=4)))])).all()
+    plan = bootstrap.Plan()
+    plan.add("flags", x[:, :6].astype(bool))
+    plan.add("rest", x[:, 6:])
+    together = plan.run(300, seed=4)
+    assert (np.hstack([together["flags"], together["rest"]]) == every_row).all()
 
 
 def test_bootstrap_count_formulas_match_the_libraries_on_resampled_data():

@@ -8,6 +8,7 @@ bootstrap seed and replicates, and the tool and library versions.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import islice
 from importlib.metadata import version
 
 import numpy as np
@@ -19,7 +20,7 @@ from annotator.label_sources import SourceKind
 from annotator.report import bootstrap, comparisons, cooccurrence, findings, onsets, predictors, prevalence
 from annotator.report.audit import audit_section
 from annotator.report.frame import FAILED, GROUP_COLUMNS, OUTCOME_NAMES, SUCCEEDED, UNKNOWN, Frame, build
-from annotator.report.tables import Document, Section, Table, num
+from annotator.report.tables import Document, Rows, Section, Table, num
 from annotator.report.threads import one_blas_thread
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
@@ -69,30 +70,40 @@ def header(kind: str, frame: Frame, sources: list[str], seed: int, replicates: i
 
 
 def per_trajectory(frame: Frame, present: np.ndarray, onset: np.ndarray, limit: int | None) -> Table:
-    """Modes present in each trajectory with their onsets (the cells' text made a block of rows at
-    a time, so only one block's tokens exist at once)."""
+    """Modes present in each trajectory with their onsets (``mode@step``).
+
+    The records are :class:`Rows`, made a block of rows at a time as the table is read: over a
+    million trajectories the JSON rendering writes each block and lets it go, so the listing
+    never exists as a million dicts. A block's text is made from its arrays: each distinct
+    (mode, onset) token once, then one join per row.
+    """
     shown = frame.n if limit is None else min(limit, frame.n)
-    ids, systems, models = frame.mode_ids, frame.levels("system"), frame.levels("model")
-    records = []
-    for start in range(0, shown, 50_000):
-        end = min(shown, start + 50_000)
-        counts = present[start:end].sum(axis=1)
-        rows, cols = np.nonzero(present[start:end])
+    modes = np.asarray(frame.mode_ids, dtype=object)
+    systems = np.asarray(frame.levels("system"), dtype=object)
+    models = np.asarray(frame.levels("model"), dtype=object)
+    outcomes = np.asarray([OUTCOME_NAMES[UNKNOWN], OUTCOME_NAMES[SUCCEEDED], OUTCOME_NAMES[FAILED]],
+                          dtype=object)  # by code + 1
+
+    def make(start: int, end: int) -> list[dict]:
+        cells = present[start:end]
+        counts = cells.sum(axis=1)
+        rows, cols = np.nonzero(cells)
         steps = onset[start:end][rows, cols]
-        tokens = [ids[c] if np.isnan(o) else f"{ids[c]}@{int(o)}" for c, o in zip(cols.tolist(), steps.tolist(),
-                                                                                strict=True)]
-        at = 0
-        for tid, title, system, model, failed, modes in zip(
-                frame.ids[start:end].tolist(), frame.titles[start:end].tolist(),
-                frame.codes("system")[start:end].tolist(), frame.codes("model")[start:end].tolist(),
-                frame.failed[start:end].tolist(), counts.tolist(), strict=True):
-            records.append({
-                "trajectory": tid, "title": title, "system": systems[system], "model": models[model],
-                "outcome": OUTCOME_NAMES[failed], "modes": modes, "present": " ".join(tokens[at:at + modes]),
-            })
-            at += modes
+        key = (np.nan_to_num(steps, nan=-1).astype(np.int64) + 1) * len(modes) + cols  # 0 + mode: no onset
+        distinct, which = np.unique(key, return_inverse=True)
+        names = np.asarray([m if s < 0 else f"{m}@{s}" for m, s in zip(
+            modes[distinct % len(modes)].tolist(), (distinct // len(modes) - 1).tolist(), strict=True)], dtype=object)
+        tokens = iter(names[which.reshape(-1)].tolist())
+        listed = [" ".join(islice(tokens, c)) for c in counts.tolist()]
+        return [{"trajectory": t, "title": title, "system": system, "model": model, "outcome": outcome,
+                 "modes": count, "present": text}
+                for t, title, system, model, outcome, count, text in zip(
+                    frame.ids[start:end].tolist(), frame.titles[start:end].tolist(),
+                    systems[frame.codes("system")[start:end]].tolist(), models[frame.codes("model")[start:end]].tolist(),
+                    outcomes[frame.failed[start:end] + 1].tolist(), counts.tolist(), listed, strict=True)]
+
     return Table("trajectories", "Modes per trajectory (mode@onset step)",
-                 ["trajectory", "title", "system", "model", "outcome", "modes", "present"], records,
+                 ["trajectory", "title", "system", "model", "outcome", "modes", "present"], Rows(shown, make),
                  total_rows=frame.n)
 
 

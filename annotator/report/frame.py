@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlite_utils import Database
 
-from annotator.report.sources import Source, SourceLabels, load, read_verdicts, resolve
+from annotator.report.sources import Source, SourceLabels, load, people, read_verdicts, resolve
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
 from annotator.views import TrajectoryFilter
@@ -105,15 +105,16 @@ def build(
     """The frame over the trajectories that pass ``filters`` and that every source finished."""
     filters = filters or TrajectoryFilter()
     sources: list[Source] = [resolve(db, name) for name in source_names]
-    cols = report_tables.trajectory_columns(db, filters)
+    mode_ids = taxonomy.mode_ids
+    reading = read_verdicts(db, sources, mode_ids)  # SQLite folds the cells while the columns are read
+    cols = report_tables.trajectory_columns(db, filters, people(sources))
     ids = cols.ids
     n_total = report_tables.count_trajectories(db)
     excluded: Counter = Counter()
     if n_total - len(ids):
         excluded["outside the filters"] = n_total - len(ids)
-    mode_ids = taxonomy.mode_ids
-    verdicts = read_verdicts(db, sources, ids, mode_ids)
-    loaded = {s.name: load(db, s, ids, mode_ids, verdicts) for s in sources}
+    verdicts = reading()
+    loaded = {s.name: load(db, s, ids, mode_ids, verdicts, cols.reviews) for s in sources}
     del verdicts
     keep = np.ones(len(ids), dtype=bool)
     for s in sources:

@@ -1,9 +1,11 @@
 """Where a report or an export goes: the text of each report format, and files that appear
 whole or not at all.
 
-The CLI only picks the destination: ``render_text`` chooses the renderer for a format, and
-``atomic_file`` is how both ``mast report -o`` and ``mast export -o`` write, so an interrupted
-or failing write never leaves a truncated report or a half export that looks complete.
+The CLI only picks the destination: ``write`` renders a document in a format to a file or
+stdout (JSON and CSV as they are made, so a million-row listing is never held whole; the
+others from ``render_text``), and ``atomic_file`` is how both ``mast report -o`` and ``mast
+export -o`` write, so an interrupted or failing write never leaves a truncated report or a
+half export that looks complete.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ def render_text(doc: Document, fmt: str) -> str:
     if fmt not in renderers:
         raise ReportError(f"unknown report format {fmt!r}; choose from {', '.join(REPORT_FORMATS)}")
     return renderers[fmt](doc)
+
+
+def write(doc: Document, fmt: str, out: TextIO) -> None:
+    """The document in ``fmt`` (one of REPORT_FORMATS) written to ``out``; a terminal rendering as
+    :func:`render_text` makes it."""
+    from annotator.report import render_csv, render_json
+
+    streamed = {"json": render_json.write, "csv": render_csv.write}
+    if fmt in streamed:
+        streamed[fmt](doc, out)
+    else:
+        out.write(render_text(doc, fmt))
 
 
 @contextmanager

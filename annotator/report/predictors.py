@@ -26,6 +26,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 
 from annotator.report import bootstrap
 from annotator.report.frame import FAILED, SUCCEEDED, UNKNOWN, Frame
+from annotator.report.row_groups import row_groups
 from annotator.report.tables import num
 
 #: Prior scale of the penalised fallback: an L2 penalty equal to a normal prior with this sd
@@ -199,32 +200,53 @@ def logistic(frame: Frame, present: np.ndarray, known: np.ndarray, *,
             notes.append(f"{column} reference level: {levels[0]}")
     if not columns:
         return LogitResult("not fitted", [], int(len(y)), notes + ["not fitted: no mode varies"])
-    design = np.empty((len(y), len(columns) + 1))  # sm.add_constant's layout: the constant first
-    design[:, 0] = 1.0
-    for i, x in enumerate(columns):
-        design[:, i + 1] = x
     events = int(min(y.sum(), len(y) - y.sum()))
     if events < 10 * len(names):
         notes.append(f"{events} events (the rarer outcome) for {len(names)} predictors: fewer than 10 per"
                      " predictor, so the estimates are unstable")
-    separating = _separating(design[:, 1:], y, names)
+    clusters = task_clusters(frame.tasks[rows])
+    rows_of = _distinct(y, columns, clusters)
+    first = np.arange(len(y)) if rows_of is None else rows_of[0]
+    design = np.empty((len(first), len(columns) + 1))  # sm.add_constant's layout: the constant first
+    design[:, 0] = 1.0
+    for i, x in enumerate(columns):
+        design[:, i + 1] = x[first]
+    times = None if rows_of is None else np.bincount(rows_of[1], minlength=len(first))
+    separating = _separating(design[:, 1:], y[first], names)
     if separating:
         reason = ("separation: " + ", ".join(separating) + " occur(s) with only one outcome, so the maximum-"
                   "likelihood odds ratio is infinite")
-    elif np.linalg.matrix_rank(design.T @ design) < design.shape[1]:
+    elif np.linalg.matrix_rank(design.T @ (design if times is None else design * times[:, None])) < design.shape[1]:
         reason = "collinearity: some predictor is a combination of others, so maximum likelihood has no unique fit"
     else:
-        clusters = task_clusters(frame.tasks[rows])
         if clusters is not None:
             notes.append(f"standard errors clustered by task ({len(np.unique(clusters))} tasks), since some"
                          " tasks were run more than once")
-        result = _ml(design, y, names, clusters)
+        result = _ml(design, y[first], names, clusters, times)
         if result is not None:
             return LogitResult("maximum likelihood", result, int(len(y)), notes)
         reason = "maximum likelihood did not converge or gave a coefficient beyond ±10 log-odds"
     notes.append(f"{reason}; fitted instead with an L2 penalty (normal prior, sd {PRIOR_SD} on each log odds"
                  " ratio): point estimates only, no intervals")
+    if rows_of is not None:  # the penalty is scaled by the number of rows: fitted on every row
+        design = design[rows_of[1]]
     return LogitResult("L2-penalised", _penalised(design, y, names), int(len(y)), notes)
+
+
+def _distinct(y: np.ndarray, columns: list[np.ndarray], clusters: np.ndarray | None) -> tuple | None:
+    """The distinct rows of (outcome, predictors) as (first row of each, each row's group), when the
+    likelihood is a sum over rows (no clusters) and that saves rows; None to fit every row.
+
+    Trajectories with the same outcome and predictors add the same term to the log-likelihood, its
+    gradient and its Hessian, so a fit over the distinct rows weighted by how often each occurs
+    has the same estimates and the same (model-based) standard errors; over a million
+    trajectories there are some tens of thousands, and each Newton step is that much shorter.
+    Cluster-robust errors need every row's score, so rows are not merged then.
+    """
+    if clusters is not None:
+        return None
+    first, group = row_groups([y, *columns], len(y))
+    return (first, group) if len(first) < len(y) else None
 
 
 def _separating(x: np.ndarray, y: np.ndarray, names: list[str]) -> list[str]:
@@ -247,13 +269,24 @@ def task_clusters(tasks: np.ndarray) -> np.ndarray | None:
     return np.where(tasks >= 0, tasks, -1 - np.arange(len(tasks)))
 
 
-def _ml(design: np.ndarray, y: np.ndarray, names: list[str], clusters: np.ndarray | None = None) -> list[dict] | None:
-    """Maximum likelihood (statsmodels Logit), with cluster-robust covariance when ``clusters`` is given."""
+def _ml(design: np.ndarray, y: np.ndarray, names: list[str], clusters: np.ndarray | None = None,
+        times: np.ndarray | None = None) -> list[dict] | None:
+    """Maximum likelihood (statsmodels Logit), with cluster-robust covariance when ``clusters`` is given.
+
+    With ``times`` (how often each row occurs), the rows are distinct ones and the fit is
+    statsmodels' binomial GLM with those frequency weights, by Newton's method as Logit's: the
+    same estimates and errors as Logit over the repeated rows (to 1e-14 over 100,000
+    trajectories).
+    """
     robust = {} if clusters is None else {"cov_type": "cluster", "cov_kwds": {"groups": clusters}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = sm.Logit(y, design, check_rank=False).fit(disp=0, maxiter=200, **robust)
+            if times is None:
+                res = sm.Logit(y, design, check_rank=False).fit(disp=0, maxiter=200, **robust)
+            else:
+                res = sm.GLM(y, design, family=sm.families.Binomial(), freq_weights=times).fit(
+                    method="newton", disp=0, maxiter=200)
         except np.linalg.LinAlgError:
             return None
     params, ci = np.asarray(res.params), np.asarray(res.conf_int())

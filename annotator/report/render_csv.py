@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TextIO
 
 from annotator.text import spreadsheet_cell
 from annotator.report.tables import Document
@@ -28,7 +29,14 @@ def _flatten(prefix: str, value: object, out: list[tuple[str, object]]) -> None:
 
 def render(doc: Document) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    write(doc, buf)
+    return buf.getvalue()
+
+
+def write(doc: Document, out: TextIO) -> None:
+    """The document in long CSV, written to ``out`` as it is made (a per-trajectory table of
+    :class:`~annotator.report.tables.Rows` is read a block at a time)."""
+    w = csv.writer(out, lineterminator="\n")
     w.writerow(["table", "row", "column", "value"])
     for i, finding in enumerate(doc.findings):
         w.writerow(["findings", i, finding.key, spreadsheet_cell(finding.text)])
@@ -42,4 +50,3 @@ def render(doc: Document) -> str:
                 for col in [*table.columns, *(k for k in rec if k not in table.columns)]:
                     v = rec.get(col)
                     w.writerow([table.name, i, spreadsheet_cell(col), "" if v is None else spreadsheet_cell(v)])
-    return buf.getvalue()

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError
 from annotator.label_sources import CONSENSUS, KINDS, SourceKind
-from annotator.report.sources import load, read_verdicts, resolve
+from annotator.report.sources import load, people, read_verdicts, resolve
 from annotator.store import report_tables
 from annotator.taxonomy import Taxonomy
 
@@ -51,13 +50,14 @@ def summaries(db: Database, taxonomy: Taxonomy) -> list[SourceSummary]:
     sources = [resolve(db, name) for name in names]
     if not sources:
         return []
-    ids = np.asarray(report_tables.trajectory_ids(db), dtype=str)
     mode_ids = taxonomy.mode_ids
-    verdicts = read_verdicts(db, sources, ids, mode_ids)
+    reading = read_verdicts(db, sources, mode_ids)
+    cols = report_tables.trajectory_columns(db, reviewers=people(sources))
+    ids, verdicts = cols.ids, reading()
     last = report_tables.last_activity(db)
     out = []
     for source in sources:
-        lab = load(db, source, ids, mode_ids, verdicts)
+        lab = load(db, source, ids, mode_ids, verdicts, cols.reviews)
         finished = int(lab.finished.sum())
         modes = tuple(m for m, c in zip(mode_ids, lab.covered.tolist(), strict=True) if c) if finished else ()
         stamps = [last.get(m) for m in (source.members or (source.name,))]

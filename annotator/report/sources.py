@@ -23,6 +23,7 @@ of :mod:`annotator.label_sources`, which this module only loads.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,10 +87,16 @@ def resolve(db: Database, name: str) -> Source:
 
 
 def rows_for(ids: np.ndarray, tids) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in the sorted ``ids`` of the given trajectory ids, and which of them are there."""
+    """Positions in the sorted ``ids`` of the given trajectory ids, and which of them are there.
+
+    The usual case, a source's rows read in id order over every trajectory, is recognised by
+    one comparison: a binary search of a million strings takes a second.
+    """
     if not len(tids) or not len(ids):
         return np.zeros(len(tids), dtype=np.int64), np.zeros(len(tids), dtype=bool)
     arr = np.asarray(tids)
+    if len(arr) == len(ids) and np.array_equal(arr, ids):
+        return np.arange(len(ids)), np.ones(len(ids), dtype=bool)
     pos = np.searchsorted(ids, arr)
     pos = np.minimum(pos, len(ids) - 1)
     return pos, ids[pos] == arr
@@ -101,10 +108,19 @@ def annotators_of(sources: list[Source]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def read_verdicts(db: Database, sources: list[Source], ids: np.ndarray, mode_ids: tuple[str, ...]) -> dict:
-    """The folded verdict rows of every annotator behind ``sources``, read in parallel."""
-    splits = [str(ids[len(ids) * i // 4]) for i in range(1, 4)] if len(ids) >= 4000 else []
-    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, splits)
+def people(sources: list[Source]) -> list[str]:
+    """The annotators whose review states may say what they finished: the people among the
+    sources and the members of a consensus."""
+    names = [m for s in sources if s.kind in (SourceKind.PERSON, SourceKind.CONSENSUS)
+             for m in (s.members if s.kind is SourceKind.CONSENSUS else (s.name,))]
+    return list(dict.fromkeys(names))
+
+
+def read_verdicts(db: Database, sources: list[Source], mode_ids: tuple[str, ...]) -> Callable[[], dict]:
+    """The folded verdict rows of every annotator behind ``sources``, read in parallel, in four
+    ranges of trajectory ids each; started at once, the function returned gives them
+    (``report_tables.verdict_rows_many``)."""
+    return report_tables.verdict_rows_many(db, annotators_of(sources), mode_ids, report_tables.id_splits(db, 4))
 
 
 def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[str, ...],
@@ -139,18 +155,21 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     return present, absent, unknown, onset
 
 
-def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...], verdicts: dict) -> SourceLabels:
+def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...], verdicts: dict,
+         reviews: dict[str, np.ndarray]) -> SourceLabels:
     """The source's labels over the trajectories ``ids`` (sorted), with what it left unfinished.
 
-    ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators.
+    ``verdicts`` holds the rows :func:`read_verdicts` read for the source's annotators, and
+    ``reviews`` the review codes of :func:`people` over ``ids`` (read with the trajectories,
+    ``report_tables.trajectory_columns``).
     """
     if source.kind is SourceKind.CONSENSUS:
-        return _consensus(db, source, ids, mode_ids, verdicts)
+        return _consensus(db, source, ids, mode_ids, verdicts, reviews)
     present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
     any_label = (present | absent | unknown).any(axis=1)
     reasons: Counter = Counter()
     if source.kind is SourceKind.PERSON:
-        finished = _done(db, source.name, ids, reasons)
+        finished = _done(reviews[source.name], reasons)
     elif source.kind is SourceKind.RUN:
         complete = (present | absent | unknown)[:, modes_covered(present | absent | unknown)].all(axis=1) & any_label
         finished = complete
@@ -170,7 +189,7 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         known=(present | absent) & finished[:, None],
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
-        outside_codebook=report_tables.labels_outside(db, source.name, mode_ids),
+        outside_codebook=report_tables.count_labels(db, source.name) - verdicts[source.name].labelled,
         covered=modes_covered((present | absent | unknown)[finished]),
     )
 
@@ -182,27 +201,16 @@ def modes_covered(decided: np.ndarray) -> np.ndarray:
     return cover if cover.any() else np.ones(decided.shape[1], dtype=bool)
 
 
-def _done(db: Database, name: str, ids: np.ndarray, reasons: Counter) -> np.ndarray:
-    tids, statuses = report_tables.review_statuses(db, name)
-    pos, ok = rows_for(ids, tids)
-    pos, statuses = pos[ok], statuses[ok]
-
-    def having(status: str) -> np.ndarray:
-        rows = np.zeros(len(ids), dtype=bool)
-        rows[pos[statuses == status]] = True
-        return rows
-
-    finished = having("done")
-    reviewed = np.zeros(len(ids), dtype=bool)
-    reviewed[pos] = True
-    not_started = having("not_started") | ~reviewed
-    reasons["not marked done (in progress)"] = int(having("in_progress").sum())
-    reasons["not marked done (not started)"] = int(not_started.sum())
-    return finished
+def _done(review: np.ndarray, reasons: Counter) -> np.ndarray:
+    """Which rows a person marked done, from their review codes (``report_tables.DONE`` ...)."""
+    reasons["not marked done (in progress)"] = int((review == report_tables.IN_PROGRESS).sum())
+    reasons["not marked done (not started)"] = int(np.isin(review, (report_tables.NOT_STARTED,
+                                                                     report_tables.NO_REVIEW)).sum())
+    return review == report_tables.DONE
 
 
 def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...],
-               verdicts: dict) -> SourceLabels:
+               verdicts: dict, reviews: dict[str, np.ndarray]) -> SourceLabels:
     n, k = len(ids), len(mode_ids)
     yes = np.zeros((n, k), dtype=np.int16)
     no = np.zeros((n, k), dtype=np.int16)
@@ -210,7 +218,7 @@ def _consensus(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[st
     onsets = []
     cover = np.zeros(k, dtype=bool)
     for member in source.members:
-        one = load(db, resolve(db, member), ids, mode_ids, verdicts)
+        one = load(db, resolve(db, member), ids, mode_ids, verdicts, reviews)
         cover |= one.covered
         raters += one.finished
         yes += one.present

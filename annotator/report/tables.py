@@ -8,20 +8,57 @@ every renderer shows the same numbers.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 
+class Rows(Sequence):
+    """Records made a block at a time as they are read: a table of a million rows (the
+    per-trajectory listing) never exists as a million dicts at once, and the JSON and CSV
+    renderings write it block by block (:meth:`blocks`)."""
+
+    def __init__(self, n: int, make: Callable[[int, int], list[dict[str, Any]]], block: int = 50_000) -> None:
+        self._n, self._make, self._block = n, make, block
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._make(*index.indices(self._n)[:2]) if index.step in (None, 1) else list(self)[index]
+        if not -self._n <= index < self._n:
+            raise IndexError(index)
+        index %= self._n
+        return self._make(index, index + 1)[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for block in self.blocks():
+            yield from block
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same records in a list or in other Rows."""
+        if not isinstance(other, (list, Rows)):
+            return NotImplemented
+        return len(other) == self._n and list(self) == list(other)
+
+    def blocks(self) -> Iterator[list[dict[str, Any]]]:
+        """The records, a block of rows at a time."""
+        for start in range(0, self._n, self._block):
+            yield self._make(start, min(self._n, start + self._block))
+
+
 @dataclass
 class Table:
-    """One table: ``records`` hold raw values keyed by ``columns``."""
+    """One table: ``records`` hold raw values keyed by ``columns`` (a list, or :class:`Rows`
+    made as they are read)."""
 
     name: str
     title: str
     columns: list[str]
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any]] | Rows
     notes: list[str] = field(default_factory=list)
     #: Rows in the full table when ``records`` is a shortened view (long per-trajectory lists).
     total_rows: int | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,37 +53,49 @@ class TrajectoryColumns:
     outcome: np.ndarray  # int8: 1 failure, 0 success, -1 anything else
     n_steps: np.ndarray  # int64
     tasks: np.ndarray  # int64: the (benchmark, task) group, -1 where the task is unknown
+    #: Per reviewer asked for, the review status of each trajectory as a REVIEW code.
+    reviews: dict[str, np.ndarray]
 
 
-def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> TrajectoryColumns:
+#: Review statuses as the codes of ``TrajectoryColumns.reviews`` (any other status is OTHER).
+NO_REVIEW, NOT_STARTED, IN_PROGRESS, DONE, OTHER = 0, 1, 2, 3, 4
+
+
+def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None,
+                       reviewers: Sequence[str] = ()) -> TrajectoryColumns:
     """The columns of the trajectories the filter selects, read a block at a time.
 
     The task group numbers the distinct (benchmark, task) pairs, so that runs of the same task
     by several systems or models can be clustered without reading the task texts; it is -1
     where the task is unknown. Each grouping column comes as codes into its sorted levels.
+    Each reviewer's review status comes as a small integer beside each trajectory (a look-up
+    of its review by key as the row is read), not as a million (id, status) rows to match.
     """
     where, params = _where(flt or TrajectoryFilter())
     groups = ", ".join(f"coalesce(nullif(t.{c}, ''), '-')" for c in GROUP_COLUMNS)
+    statuses = "".join(f", CASE WHEN r{i}.status IS NULL THEN {NO_REVIEW} WHEN r{i}.status = 'done' THEN {DONE}"
+                       f" WHEN r{i}.status = 'in_progress' THEN {IN_PROGRESS} WHEN r{i}.status = 'not_started'"
+                       f" THEN {NOT_STARTED} ELSE {OTHER} END" for i in range(len(reviewers)))
+    joins = "".join(f" LEFT JOIN review_state r{i} ON r{i}.trajectory_id = t.id AND r{i}.annotator = ?"
+                    for i in range(len(reviewers)))
     sql = (
         f"SELECT t.id, t.title, {groups}, CASE t.outcome WHEN 'failure' THEN 1 WHEN 'success' THEN 0 ELSE -1 END,"
-        " t.n_steps FROM trajectories t"
+        f" t.n_steps{statuses} FROM trajectories t{joins}"
     )
     if where:
         sql += " WHERE " + " AND ".join(where)
-    cursor = db.execute(sql + " ORDER BY t.id", params)
+    cursor = db.execute(sql + " ORDER BY t.id", [*reviewers, *params])
     ids, titles, numbers = [], [], []
-    found: list[dict[str, int]] = [{} for _ in GROUP_COLUMNS]
+    found = [_Codes() for _ in GROUP_COLUMNS]
     codes: list[list[np.ndarray]] = [[] for _ in GROUP_COLUMNS]
     while rows := cursor.fetchmany(BLOCK):
         cols = list(zip(*rows, strict=True))
         ids.append(np.asarray(cols[0], dtype=str))
         titles.append(_objects(cols[1]))
         for i, seen in enumerate(found):
-            values, inverse = np.unique(np.asarray(cols[2 + i], dtype=str), return_inverse=True)
-            local = np.asarray([seen.setdefault(v, len(seen)) for v in values.tolist()], dtype=np.int32)
-            codes[i].append(local[inverse])
+            codes[i].append(np.fromiter(map(seen.__getitem__, cols[2 + i]), dtype=np.int32, count=len(rows)))
         numbers.append(np.asarray(cols[5:], dtype=np.int64))
-    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((2, 0), dtype=np.int64)
+    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((2 + len(reviewers), 0), dtype=np.int64)
     all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=str)
     levels, sorted_codes = {}, {}
     for i, column in enumerate(GROUP_COLUMNS):
@@ -95,7 +107,17 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None) -> Tra
     return TrajectoryColumns(
         ids=all_ids, titles=np.concatenate(titles) if titles else _objects([]), codes=sorted_codes, levels=levels,
         outcome=number[0].astype(np.int8), n_steps=number[1], tasks=_task_groups(db, where, params, all_ids),
+        reviews={name: number[2 + i].astype(np.int8) for i, name in enumerate(reviewers)},
     )
+
+
+class _Codes(dict):
+    """Each value's code in the order values are first seen; a new value gets the next code when
+    it is looked up, so a column of a block is coded by one ``map`` (no sort of its strings)."""
+
+    def __missing__(self, value: str) -> int:
+        code = self[value] = len(self)
+        return code
 
 
 def _task_groups(db: Database, where: list[str], params: list, ids: np.ndarray) -> np.ndarray:
@@ -170,6 +192,8 @@ class Verdicts:
     total: np.ndarray  # int16: verdicts on the codebook's modes
     absent: np.ndarray  # int16: how many of them are "absent"
     cells: np.ndarray  # int64 (m, 3)
+    #: Current labels on the codebook's modes, with a verdict or without (all trajectories).
+    labelled: int = 0
 
     @classmethod
     def join(cls, parts: Sequence[Verdicts]) -> Verdicts:
@@ -179,7 +203,7 @@ class Verdicts:
         offsets = np.cumsum([0] + [len(p.tids) for p in parts[:-1]])
         cells = np.concatenate([p.cells + [o, 0, 0] for p, o in zip(parts, offsets, strict=True)])
         return cls(np.concatenate([p.tids for p in parts]), np.concatenate([p.total for p in parts]),
-                   np.concatenate([p.absent for p in parts]), cells)
+                   np.concatenate([p.absent for p in parts]), cells, sum(p.labelled for p in parts))
 
 
 def verdict_rows(
@@ -192,16 +216,19 @@ def verdict_rows(
     others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
     or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
     on every mode needs nothing more, and :func:`absent_cells` names them for the few that lack
-    some. Rows are read a block at a time into arrays.
+    some. Rows are read a block at a time into arrays. The labels without a verdict are
+    counted too (``labelled``), so that the labels outside the codebook are the annotator's
+    labels (:func:`count_labels`, a count over an index) less these, not a second pass over the
+    annotator's cells.
     """
     case, params = _mode_index(mode_ids)
     marks = ", ".join("?" for _ in mode_ids)
     sql = (
-        "SELECT s.trajectory_id, count(*), sum(l.verdict = 'absent'),"
+        "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
         f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
-        " || ',' || coalesce(l.onset_step, -1) END)"
+        " || ',' || coalesce(l.onset_step, -1) END), count(*)"
         " FROM label_state s JOIN labels l ON l.id = s.label_id"
-        f" WHERE s.annotator = ? AND l.verdict IS NOT NULL AND s.mode_id IN ({marks})"
+        f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
     )
     args = [*params, annotator, *mode_ids]
     if after is not None:
@@ -213,31 +240,37 @@ def verdict_rows(
     cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
     parts = []
     while rows := cursor.fetchmany(BLOCK):
-        tids, total, n_absent, codes = zip(*rows, strict=True)
+        tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
         total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
         text = ",".join(c for c in codes if c)
         pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
-        row = np.repeat(np.arange(len(rows)), total - n_absent)
-        parts.append(Verdicts(np.asarray(tids, dtype=str), total, n_absent, np.column_stack([row, pairs])))
+        verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
+        row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(rows)), total - n_absent)]
+        parts.append(Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
+                              np.column_stack([row, pairs]), sum(labelled)))
     return Verdicts.join(parts)
 
 
 def verdict_rows_many(
     db: Database, annotators: Sequence[str], mode_ids: Sequence[str], splits: Sequence[str] = ()
-) -> dict[str, Verdicts]:
-    """:func:`verdict_rows` of several annotators, read in parallel.
+) -> Callable[[], dict[str, Verdicts]]:
+    """:func:`verdict_rows` of several annotators, read in parallel and started at once: the
+    function returned waits for the reads and gives their rows, so that the caller reads the
+    trajectory columns meanwhile (SQLite's folding of a million trajectories' cells takes seconds
+    of its own).
 
     The work is cut by annotator and by trajectory id (``splits`` are the boundaries) and
     spread over threads, each with its own read-only connection: SQLite does the folding
     outside the GIL, so a second core halves the wait. An in-memory database is read on the
-    caller's connection instead.
+    caller's connection instead, before this returns.
     """
     bounds = list(zip([None, *splits], [*splits, None], strict=True))
     jobs = [(a, lo, hi) for a in annotators for lo, hi in bounds]
     path = db.execute("PRAGMA database_list").fetchone()[2]
     if not path or len(jobs) == 1:
-        return {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
+        rows = {a: Verdicts.join([verdict_rows(db, a, mode_ids, lo, hi) for _, lo, hi in jobs if _ == a])
                 for a in annotators}
+        return lambda: rows
 
     def run(job: tuple[str, str | None, str | None]) -> Verdicts:
         conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=30)  # quoted: ?, # and %
@@ -246,9 +279,25 @@ def verdict_rows_many(
         finally:
             conn.close()
 
-    with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2)) as pool:
-        results = list(pool.map(run, jobs))
-    return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
+    pool = ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 2))
+    reading = [pool.submit(run, job) for job in jobs]
+    pool.shutdown(wait=False)
+
+    def rows() -> dict[str, Verdicts]:
+        results = [r.result() for r in reading]
+        return {a: Verdicts.join([r for (b, _, _), r in zip(jobs, results, strict=True) if b == a]) for a in annotators}
+
+    return rows
+
+
+def id_splits(db: Database, parts: int) -> list[str]:
+    """Trajectory ids that cut the published trajectories into ``parts`` ranges of about as
+    many (none under 1,000 a part: not worth a thread)."""
+    n = count_trajectories(db)
+    if n < 1000 * parts:
+        return []
+    sql = "SELECT id FROM trajectories WHERE pending IS NULL ORDER BY id LIMIT 1 OFFSET ?"
+    return [db.execute(sql, [n * i // parts]).fetchone()[0] for i in range(1, parts)]
 
 
 def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -264,13 +313,9 @@ def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) ->
     return out
 
 
-def labels_outside(db: Database, annotator: str, mode_ids: Sequence[str]) -> int:
-    """How many current labels of the annotator name a mode the codebook does not have."""
-    marks = ", ".join("?" for _ in mode_ids)
-    return db.execute(
-        f"SELECT count(*) FROM label_state WHERE annotator = ? AND mode_id NOT IN ({marks})",
-        [annotator, *mode_ids],
-    ).fetchone()[0]
+def count_labels(db: Database, annotator: str) -> int:
+    """How many current labels the annotator has, on any mode."""
+    return db.execute("SELECT count(*) FROM label_state WHERE annotator = ?", [annotator]).fetchone()[0]
 
 
 def source_facts(db: Database, source: SourceName) -> SourceFacts:
@@ -288,17 +333,6 @@ def source_facts(db: Database, source: SourceName) -> SourceFacts:
     reviewed, provenance, origin, run_kind, model, status = row
     detail = f"{run_kind} run, {model or '-'}, status {status}" if run_kind else ""
     return SourceFacts(bool(reviewed), provenance is not None, provenance, origin, run_kind, detail)
-
-
-def review_statuses(db: Database, annotator: str) -> tuple[np.ndarray, np.ndarray]:
-    """(trajectory ids, review statuses) of one annotator's review states, read a block at a time."""
-    cursor = db.execute("SELECT trajectory_id, status FROM review_state WHERE annotator = ?", [annotator])
-    tids, statuses = [np.zeros(0, dtype=str)], [np.zeros(0, dtype=str)]
-    while rows := cursor.fetchmany(BLOCK):
-        t, st = zip(*rows, strict=True)
-        tids.append(np.asarray(t, dtype=str))
-        statuses.append(np.asarray(st, dtype=str))
-    return np.concatenate(tids), np.concatenate(statuses)
 
 
 def reviewers(db: Database) -> list[str]:
