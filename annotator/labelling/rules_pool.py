@@ -19,10 +19,10 @@ from the runner: a fork would copy the runner's open SQLite connection (unsafe, 
 "How To Corrupt", 2.6) and any lock another thread (the progress bar's) holds at that moment.
 The fork server and the workers ignore SIGINT and SIGTERM (Ctrl-C and a `kill` of the group
 reach them too: stopping the run is the runner's to do, which then kills the workers; a server
-ended by the signal would take its workers' exit status with it, which breaks the pool). A worker that dies all the same
-(out of memory, SIGKILL) ends the run as ``RunInterrupted``; one that cannot open the database
-fails each trajectory it is given with that ``StoreError``, which ends the run: one line each,
-no traceback.
+ended by the signal would take its workers' exit status with it, which breaks the pool). A
+worker that dies all the same (out of memory, SIGKILL) ends the run as ``RunInterrupted``; one
+that cannot open the database fails each trajectory it is given with that ``StoreError``, which
+ends the run: one line each, no traceback.
 """
 
 from __future__ import annotations
@@ -108,19 +108,7 @@ class PooledRules:
         if self.workers < 2:
             return self.local.verdicts(trajectory, taxonomy)
         if self.pool is None:
-            # forked by a server that has imported the detectors: the workers start at once
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__])
-            # the server starts with the stop signals blocked, and so does every worker it forks
-            # (the resource tracker first: starting it unblocks them)
-            multiprocessing.resource_tracker.ensure_running()
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-            try:
-                multiprocessing.forkserver.ensure_running()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-            self.pool = ProcessPoolExecutor(self.workers, context, initializer=_start,
-                                            initargs=(self.path, self.local.detectors))
+            self.pool = self._start_pool()
         loop = asyncio.get_running_loop()
         groups = [taxonomy.mode_ids]
         last = self.db.execute("SELECT max(idx) FROM steps WHERE trajectory_id = ?", [trajectory.id]).fetchone()[0]
@@ -133,6 +121,21 @@ class PooledRules:
             raise RunInterrupted("a rules worker process ended unexpectedly (killed, or out of memory)") from None
         order = {m: i for i, m in enumerate(self.local.detectors)}
         return sorted(chain.from_iterable(found), key=lambda v: order[v.mode_id])
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        """The workers, forked by a server that has imported the detectors, so they start at once."""
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        # the server starts with the stop signals blocked, and so does every worker it forks
+        # (the resource tracker first: starting it unblocks them)
+        multiprocessing.resource_tracker.ensure_running()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return ProcessPoolExecutor(self.workers, context, initializer=_start,
+                                   initargs=(self.path, self.local.detectors))
 
     def close(self) -> None:
         """End the workers, at once: a run stopped midway does not wait for the trajectories they hold

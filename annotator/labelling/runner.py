@@ -3,9 +3,10 @@
 Trajectories are pulled by a bounded pool of workers (``concurrency``); the judge client bounds
 requests in flight the same way. Each trajectory's labels are stored with its ``run_items`` row
 in one transaction, under the run's own annotator ``run:<id>``, so a run interrupted anywhere
-(Ctrl-C, ``kill -9``, a ``RunInterrupted`` labeller) leaves every trajectory either fully labelled or untouched, and resuming
-skips the finished ones while the request cache answers everything already asked. A trajectory
-that cannot be labelled gets a failure record, never a partial or invalid label.
+(Ctrl-C, ``kill -9``, a labeller's ``RunInterrupted``) leaves every trajectory either fully
+labelled or untouched, and resuming skips the finished ones while the request cache answers
+everything already asked. A trajectory that cannot be labelled gets a failure record, never a
+partial or invalid label.
 
 A run's requests, tokens and spend are not counters of the process: they are summed from the
 responses it stored (each stored the moment it arrives, with its run and cost), so a session
