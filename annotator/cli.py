@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from annotator import __version__
-from annotator.errors import AnnotatorError, database_trouble
+from annotator.errors import AnnotatorError, RunInterrupted, database_trouble
 from annotator.report.output import REPORT_FORMATS
 from annotator.text import inert, inert_console, json_text
 
@@ -583,9 +583,12 @@ def prelabel_cmd(ctx, ids, flt, limit, labeller, models, base_url, api_key_env,
         def on_batch(batch_id, status):
             bar.update(task, stats=f"batch {escape(inert(batch_id))}: {escape(inert(status))}")
 
-        final, signalled = _until_signal(prelabel.execute(
-            db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens, on_progress=on_progress,
-            on_batch=on_batch, resume_batch=resume_batch))
+        try:
+            final, signalled = _until_signal(prelabel.execute(
+                db, run, opts, api_key=settings.api_key(opts.api_key_env), tokens=tokens, on_progress=on_progress,
+                on_batch=on_batch, resume_batch=resume_batch))
+        except RunInterrupted as exc:
+            _fail(f"{exc}; resume with `mast prelabel --resume {run.id}`")
         if signalled:
             err.print(Text(f"interrupted: resume with `mast prelabel --resume {run.id}`", style="yellow"))
             sys.exit(128 + signalled)

@@ -56,6 +56,14 @@ class LabellingError(AnnotatorError):
     """A pre-labelling run cannot proceed (bad settings, unreachable endpoint, budget)."""
 
 
+class RunInterrupted(AnnotatorError):
+    """A pre-labelling run stopped midway through no fault of what it labels (a worker process
+    killed): the run is recorded as interrupted, like one stopped by a signal, and resumes.
+
+    Not a ``LabellingError``: that fails one trajectory and the run goes on; this ends the run.
+    """
+
+
 class ReportError(AnnotatorError):
     """A report or agreement cannot be computed from the selected labels."""
 

@@ -11,7 +11,7 @@ import sqlite_utils
 from annotator.errors import NotFound, StoreError
 from annotator.importers.base import ImportOptions, finish
 from annotator.models import Attribution, Label, LabelRun, Step, Trajectory
-from annotator.store import data_version, open_db, write
+from annotator.store import data_version, open_db, open_db_to_read, write
 from annotator.store.attributions import attributions, save_attribution
 from annotator.store.db import BUSY_TIMEOUT_S
 from annotator.store.labels import (
@@ -92,6 +92,18 @@ def test_open_db_errors(tmp_path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match="cannot open database"):
         open_db(bad)
+
+
+def test_a_database_opened_to_read_is_never_written(tmp_path):
+    """What the rules workers open: a file named with URI characters, read, never written."""
+    path = tmp_path / "a?b#c%d.db"
+    open_db(path).conn.close()
+    reader = open_db_to_read(path)
+    assert reader.execute("SELECT count(*) FROM trajectories").fetchone() == (0,)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.execute("DELETE FROM trajectories")
+    with pytest.raises(StoreError, match="cannot be opened"):
+        open_db_to_read(tmp_path / "missing.db")
 
 
 def test_write_is_all_or_nothing(db):

@@ -114,12 +114,24 @@ def near_duplicate_of(this: Message, earlier: Iterable[Message]) -> bool:
     return False
 
 
+def _no_key_shared(a: Message, b: Message) -> bool:
+    """The first clause test, for two messages that both have clauses: the larger holds none of
+    the smaller's key clauses, so they are not near-duplicates (most pairs end here)."""
+    small, large = (a, b) if a.clause_chars <= b.clause_chars else (b, a)
+    return large.clauses.isdisjoint(small.keys)
+
+
 def _close(a: Message, b: Message) -> bool:
     """The clause tests, then the similarity itself, for two messages of compatible lengths."""
+    if a.clauses and b.clauses and _no_key_shared(a, b):
+        return False
+    return _close_sharing_keys(a, b)
+
+
+def _close_sharing_keys(a: Message, b: Message) -> bool:
+    """``_close`` for two messages known to pass ``_no_key_shared``'s test: the rest of it."""
     if a.clauses and b.clauses:
-        small, large = (a, b) if a.clause_chars <= b.clause_chars else (b, a)
-        if large.clauses.isdisjoint(small.keys):
-            return False
+        small = a if a.clause_chars <= b.clause_chars else b
         if 2 * sum(map(len, a.clauses & b.clauses)) < small.clause_chars:
             return False
     return Indel.normalized_similarity(a.text, b.text, score_cutoff=NEAR_DUPLICATE) >= NEAR_DUPLICATE
@@ -147,14 +159,12 @@ class Recent:
         lo, hi = bisect_left(self.lengths, la * _SHORTEST), bisect_right(self.lengths, la * _LONGEST)
         if not m.clauses:
             return any(map(partial(_close, m), self.by_length[lo:hi]))
-        # a long window holds dozens of candidates, most of which fail _close's first test, so
-        # that test is made here (the same test, without a call a pair)
-        clauses, keys, chars = m.clauses, m.keys, m.clause_chars
+        # a long window holds dozens of candidates, most of which fail the first test: it is made
+        # here, once a pair, and those that pass go on to the rest of _close
         for other in self.by_length[lo:hi]:
-            if other.clauses and (other.clauses.isdisjoint(keys) if chars <= other.clause_chars
-                                  else clauses.isdisjoint(other.keys)):
+            if other.clauses and _no_key_shared(m, other):
                 continue
-            if _close(m, other):
+            if _close_sharing_keys(m, other):
                 return True
         return False
 

@@ -3,9 +3,10 @@
 Trajectories are pulled by a bounded pool of workers (``concurrency``); the judge client bounds
 requests in flight the same way. Each trajectory's labels are stored with its ``run_items`` row
 in one transaction, under the run's own annotator ``run:<id>``, so a run interrupted anywhere
-(Ctrl-C, ``kill -9``) leaves every trajectory either fully labelled or untouched, and resuming
-skips the finished ones while the request cache answers everything already asked. A trajectory
-that cannot be labelled gets a failure record, never a partial or invalid label.
+(Ctrl-C, ``kill -9``, a labeller's ``RunInterrupted``) leaves every trajectory either fully
+labelled or untouched, and resuming skips the finished ones while the request cache answers
+everything already asked. A trajectory that cannot be labelled gets a failure record, never a
+partial or invalid label.
 
 A run's requests, tokens and spend are not counters of the process: they are summed from the
 responses it stored (each stored the moment it arrives, with its run and cost), so a session
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel
 from sqlite_utils import Database
 
-from annotator.errors import LabellingError
+from annotator.errors import LabellingError, RunInterrupted
 from annotator.labelling.judge import BudgetExhausted, LLMLabeller, uncached_plans
 from annotator.labelling.pricing import PROMPT_CACHE_MIN_TOKENS, Price, Usage
 from annotator.labelling.verdicts import Labeller, ModeVerdict
@@ -212,7 +213,7 @@ async def run_labeller(
     report()
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(todo) or 1)))))
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
         report()
         close("interrupted")
         raise

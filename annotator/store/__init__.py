@@ -1,4 +1,5 @@
-"""The embedded store: one SQLite file, opened only through :func:`open_db`.
+"""The embedded store: one SQLite file, opened only through :func:`open_db` (or, by a
+process that only reads, :func:`open_db_to_read`).
 
 Nobody outside this package writes SQL. The CLI, the TUI, the labellers and the reports call
 the typed functions of the modules below, so that every front end reads and writes the same
@@ -29,6 +30,6 @@ def _load_sqlite_utils() -> None:
 
 _load_sqlite_utils()
 
-from annotator.store.db import data_version, open_db, write  # noqa: E402
+from annotator.store.db import data_version, open_db, open_db_to_read, write  # noqa: E402
 
-__all__ = ["data_version", "open_db", "write"]
+__all__ = ["data_version", "open_db", "open_db_to_read", "write"]

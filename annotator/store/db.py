@@ -87,6 +87,22 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     return db
 
 
+def open_db_to_read(path: str | Path) -> sqlite_utils.Database:
+    """Open the existing database at ``path`` only to read (SQLite's ``mode=ro``), for a process
+    that must never take the write lock: no WAL switch, no migration (whoever opened it to
+    write did both). A file that cannot be read fails here, as a ``StoreError``, not at the
+    first query."""
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True,  # quoted: ?, # and %
+                               timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(database_trouble(path, exc)) from exc
+    return sqlite_utils.Database(conn)
+
+
 def _refuse_newer_schema(db: sqlite_utils.Database, path: Path) -> None:
     """A database a newer release has migrated is refused before anything is written: this
     release would read tables whose meaning changed, and write rows the newer one misreads."""

@@ -14,13 +14,17 @@ have always been written), the values as the store holds them: JSON columns embe
 ``grounded`` a boolean, a ``confidence`` with all the digits that give back the same number
 (SQLite prints 15 significant digits, which is not always enough; such a value is printed
 with 17). Lines come in trajectory order, a trajectory's sources in the order they are named,
-each source's modes in order: the query's loops are nested in that order (trajectories by id,
-then sources, then each source's labels by the index that leads with it), so ``group_concat``
-receives them so.
+each source's modes in order. SQLite 3.44 and later are told so (``group_concat(… ORDER BY
+…)``); before, the order of ``group_concat`` is not documented, and the query's loops are nested
+in that order instead (trajectories by the primary key's index, which also serves the ``ORDER
+BY`` on their id, then sources, then each source's labels by the index that leads with it) so
+that it receives them so, with no sort between the loops and the aggregate (the tests read the
+plan).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -63,8 +67,15 @@ _LABEL = "json_object('format', '{}', 'schema_version', {}, 'source', s.annotato
 _TRAJECTORY = "',' || substr(json_object({}), 2)".format(
     ", ".join(f"'{f}', {_VALUES[f]}" for f in TRAJECTORY_FIELDS)
 )
-_LINES = (f"CAST(replace(group_concat({_LABEL}, char(10)) || char(10), '}}' || char(10), {_TRAJECTORY} || char(10))"
-          " AS BLOB)")
+#: From SQLite 3.44 an aggregate takes an ORDER BY; before, the order its rows arrive in is kept.
+ORDERED = sqlite3.sqlite_version_info >= (3, 44)
+
+
+def _lines(ordered: bool) -> str:
+    """A trajectory's lines, its sources in the order named (``src.k``), then its modes."""
+    order = " ORDER BY src.k, s.mode_id" if ordered else ""
+    return (f"CAST(replace(group_concat({_LABEL}, char(10){order}) || char(10), '}}' || char(10),"
+            f" {_TRAJECTORY} || char(10)) AS BLOB)")
 
 
 class Finished(NamedTuple):
@@ -76,21 +87,28 @@ class Finished(NamedTuple):
     all_of: Sequence[str] | None = None
 
 
-def _cells(annotator: str, mode_ids: Sequence[str], flt: TrajectoryFilter) -> tuple[str, list]:
-    """FROM and WHERE of the annotator's current verdicts on ``mode_ids`` of the filter's trajectories."""
-    where, params = _where(flt)
+def _cells(mode_ids: Sequence[str], flt: TrajectoryFilter, annotator: str | None = None) -> tuple[str, list]:
+    """FROM and WHERE of the current verdicts on ``mode_ids`` of the filter's trajectories: the
+    annotator's or, without one, those of every source of the query's ``src``, looped inside the
+    trajectories (``CROSS JOIN`` keeps the loops in the order the export writes its lines)."""
+    where, params = _where(flt, column_indexes=annotator is not None)
     marks = ", ".join("?" for _ in mode_ids)
+    if annotator is None:
+        joins, who, mode = "CROSS JOIN src CROSS JOIN", "src.name", "+s.mode_id"  # +: no index loop over the modes
+    else:
+        joins, who, mode = "JOIN", "?", "s.mode_id"
+        params = [annotator, *params]
     sql = (
-        " FROM trajectories t JOIN label_state s ON s.annotator = ? AND s.trajectory_id = t.id"
+        f" FROM trajectories t {joins} label_state s ON s.annotator = {who} AND s.trajectory_id = t.id"
         " JOIN labels l ON l.id = s.label_id"
-        f" WHERE {' AND '.join(where)} AND l.verdict IS NOT NULL AND s.mode_id IN ({marks})"
+        f" WHERE {' AND '.join(where)} AND l.verdict IS NOT NULL AND {mode} IN ({marks})"
     )
-    return sql, [annotator, *params, *mode_ids]
+    return sql, [*params, *mode_ids]
 
 
 def modes_with_verdicts(db: Database, annotator: str, mode_ids: Sequence[str], flt: TrajectoryFilter) -> list[str]:
     """Those of ``mode_ids`` the annotator gave a verdict on somewhere among the filter's trajectories."""
-    sql, params = _cells(annotator, mode_ids, flt)
+    sql, params = _cells(mode_ids, flt, annotator)
     return sorted(r[0] for r in db.execute("SELECT DISTINCT s.mode_id" + sql, params))
 
 
@@ -109,27 +127,27 @@ def _finished(k: int, rule: Finished) -> tuple[str, list]:
     return f"WHEN {k} THEN {sql}", params
 
 
+def export_query(sources: Sequence[Finished], mode_ids: Sequence[str], flt: TrajectoryFilter,
+                 ordered: bool = ORDERED) -> tuple[str, list]:
+    """The query :func:`export_lines` runs and its parameters; ``ordered``: ``group_concat`` is
+    told the order of a trajectory's lines (SQLite 3.44 and later), rather than given them in it."""
+    names = ", ".join("(?, ?)" for _ in sources)
+    cases = [_finished(k, rule) for k, rule in enumerate(sources)]
+    cells, params = _cells(mode_ids, flt)
+    sql = (
+        f"WITH src(k, name) AS (VALUES {names})"
+        f" SELECT {_lines(ordered)}{cells} AND CASE src.k {' '.join(c for c, _ in cases)} END"
+        " GROUP BY t.id ORDER BY t.id"
+    )
+    return sql, [*(v for k, rule in enumerate(sources) for v in (k, rule.source)), *params,
+                 *(p for _, ps in cases for p in ps)]
+
+
 def export_lines(db: Database, sources: Sequence[Finished], mode_ids: Sequence[str], flt: TrajectoryFilter) -> Iterator[bytes]:
     """The JSONL lines (each ending in a newline) of the current verdicts of ``sources`` on
     ``mode_ids``, on the filter's trajectories each source has finished: one value per
     trajectory, in trajectory order; a trajectory's sources in the order given, each source's
     modes in order."""
-    where, params = _where(flt)
-    names = ", ".join("(?, ?)" for _ in sources)
-    cases = [_finished(k, rule) for k, rule in enumerate(sources)]
-    marks = ", ".join("?" for _ in mode_ids)
-    # CROSS JOIN keeps the loops in the order the lines are written (see the module's docstring);
-    # the trajectories are read by their id's index for the same reason.
-    sql = (
-        f"WITH src(k, name) AS (VALUES {names})"
-        f" SELECT {_LINES} FROM trajectories t INDEXED BY sqlite_autoindex_trajectories_1"
-        " CROSS JOIN src CROSS JOIN label_state s ON s.annotator = src.name AND s.trajectory_id = t.id"
-        " JOIN labels l ON l.id = s.label_id"
-        f" WHERE {' AND '.join(where)} AND l.verdict IS NOT NULL AND +s.mode_id IN ({marks})"
-        f" AND CASE src.k {' '.join(c for c, _ in cases)} END"
-        " GROUP BY t.id ORDER BY t.id"
-    )
-    cursor = db.execute(sql, [*(v for k, rule in enumerate(sources) for v in (k, rule.source)), *params, *mode_ids,
-                              *(p for _, ps in cases for p in ps)])
+    cursor = db.execute(*export_query(sources, mode_ids, flt))
     while rows := cursor.fetchmany(FETCH):
         yield b"".join([r[0] for r in rows])

@@ -263,13 +263,17 @@ def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list
     return decode(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
 
 
-def _where(flt: TrajectoryFilter) -> tuple[list[str], list]:
+def _where(flt: TrajectoryFilter, column_indexes: bool = True) -> tuple[list[str], list]:
+    """The filter's conditions on ``trajectories t`` and their parameters. ``column_indexes=False``
+    writes the comparisons of columns as ``+t.col = ?``, which no index on the column can serve: a
+    query whose loop must follow the id's index (a label export) is not sent down another one."""
     where: list[str] = ["t.pending IS NULL"]  # an import not yet published is nobody's to see
     params: list = []
+    column = "t" if column_indexes else "+t"
     for col in ("system", "model", "benchmark", "outcome", "source_format"):
         value = getattr(flt, col)
         if value is not None:
-            where.append(f"t.{col} = ?")
+            where.append(f"{column}.{col} = ?")
             params.append(value)
     if flt.ids is not None:
         ids = list(flt.ids)

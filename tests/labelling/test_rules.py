@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from annotator.errors import StoreError
 from annotator.importers.importing import import_paths
 from annotator.labelling.rules import (
     RulesLabeller,
@@ -153,28 +155,88 @@ def test_worker_processes_store_what_one_process_finds(db, shared_data, split_st
         assert sorted(stored) == sorted(expected)
 
 
-def test_ctrl_c_stops_a_pooled_rules_run_and_its_workers(db, db_path, shared_data):
-    """Ctrl-C reaches the whole process group: the run ends interrupted, with every trajectory it
-    stored labelled whole, and no worker is left running."""
+def _rules_run_under_way(db, db_path, n: int, *args: str) -> tuple[subprocess.Popen, list[psutil.Process]]:
+    """``mast prelabel --labeller rules`` over ``n`` trajectories of 300 steps, in a process group
+    of its own, once it has stored a trajectory; with its worker processes (the fork server's
+    children)."""
     step = ("agent", "assistant", "message", "Let us solve this step by step. " * 40)
     insert_trajectory_rows(db, ({"id": f"t{i:03d}", "schema_version": 1, "source_format": "test", "task": TASK,
                                  "content_hash": f"t{i:03d}", "imported_at": "2026-01-01T00:00:00+00:00"}
-                                for i in range(400)))
-    for i in range(400):
+                                for i in range(n)))
+    for i in range(n):
         insert_step_rows(db, f"t{i:03d}", ((j, *step) for j in range(300)))
     proc = subprocess.Popen([sys.executable, "-m", "annotator.cli", "--db", str(db_path), "prelabel", "--labeller",
-                             "rules", "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "rules", "-q", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     end = time.monotonic() + 60
     while not db.execute("SELECT count(*) FROM run_items WHERE status = 'done'").fetchone()[0]:
         assert time.monotonic() < end, "no trajectory labelled"
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
-    proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGINT
+    servers = [p for p in psutil.Process(proc.pid).children() if "forkserver" in " ".join(p.cmdline())]
+    workers = [w for s in servers for w in s.children()]
+    assert len(workers) == 2
+    return proc, workers
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_group_stops_a_pooled_rules_run_and_its_workers(db, db_path, shared_data, sig):
+    """Ctrl-C (or a SIGTERM) reaches the whole process group, workers too, which leave stopping to
+    the runner: the run ends interrupted, with every trajectory it stored labelled whole, and no
+    worker outlives the CLI; multiprocessing's fork server and resource tracker end on their own
+    as the CLI's end closes their pipe."""
+    proc, workers = _rules_run_under_way(db, db_path, 400)
+    os.killpg(proc.pid, sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert not [w for w in workers if psutil.pid_exists(w.pid)]  # reaped before the CLI exits
+    assert proc.returncode == 128 + sig
+    assert stderr.strip().splitlines() == ["interrupted: resume with `mast prelabel --resume 1`"]
     assert get_run(db, 1).status == "interrupted"
     done = {i.trajectory_id for i in run_items(db, 1, "done")}
     assert 0 < len(done) < 400 and all(len(current_labels(db, t, "run:1")) == 4 for t in done)
-    time.sleep(0.5)
+    helpers = [p for p in psutil.process_iter(["cmdline", "status"]) if _group(p) == proc.pid]
+    assert all(p.info["status"] == psutil.STATUS_ZOMBIE or "multiprocessing" in " ".join(p.info["cmdline"] or [])
+               for p in helpers)
+    _, alive = psutil.wait_procs(helpers, timeout=30)
+    assert not alive
     with pytest.raises(ProcessLookupError):  # nobody is left in the run's process group
         os.killpg(proc.pid, 0)
+
+
+def _group(p: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(p.pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_a_killed_worker_ends_the_run_in_one_line_and_it_resumes(db, db_path, shared_data):
+    """A worker killed outright (the OOM killer's SIGKILL) ends the run as interrupted, with one
+    line that says how to resume and no traceback; the resumed run labels the rest."""
+    proc, workers = _rules_run_under_way(db, db_path, 200)
+    workers[0].kill()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert stderr.strip().splitlines() == ["error: a rules worker process ended unexpectedly (killed, or out of"
+                                           " memory); resume with `mast prelabel --resume 1`"]
+    assert get_run(db, 1).status == "interrupted"
+    resumed = subprocess.run([sys.executable, "-m", "annotator.cli", "--db", str(db_path), "prelabel", "--resume", "1",
+                              "-q"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert get_run(db, 1).status == "completed"
+    assert len(run_items(db, 1, "done")) == 200
+    assert all(len(current_labels(db, f"t{i:03d}", "run:1")) == 4 for i in range(200))
+
+
+def test_a_worker_that_cannot_open_the_database_fails_the_run_in_one_line(db, shared_data, tmp_path, capfd):
+    """A database the workers cannot read is the run's failure, as the StoreError that says so,
+    not the pool's "Exception in initializer" traceback and a broken pool."""
+    assert not import_paths(db, [shared_data / "who_and_when"]).failed
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"not a database" * 100)
+    with PooledRules(db, workers=2) as pooled:
+        pooled.path = str(damaged)  # what the workers open
+        run = create_run(db, LabelRun(kind="rules"))
+        with pytest.raises(StoreError, match="not an SQLite database"):
+            asyncio.run(run_labeller(db, pooled, load_taxonomy(), run, [t.id for t in list_trajectories(db)]))
+    assert get_run(db, run.id).status == "failed"
+    assert "Traceback" not in capfd.readouterr().err
