@@ -22,17 +22,19 @@ reach them too: stopping the run is the runner's to do, which then kills the wor
 ended by the signal would take its workers' exit status with it, which breaks the pool). A
 worker that dies all the same (out of memory, SIGKILL) ends the run as ``RunInterrupted``; one
 that cannot open the database fails each trajectory it is given with that ``StoreError``, which
-ends the run: one line each, no traceback.
+ends the run: one line each, no traceback. A worker whose runner was killed outright ends too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
 import signal
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -63,10 +65,19 @@ def _start(path: str, detectors: dict[str, type[_Detector]]) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=_end_with_runner, args=(multiprocessing.parent_process().sentinel,), daemon=True).start()
     try:
         _worker = RulesLabeller(detectors, db=open_db_to_read(path))
     except StoreError as exc:
         _worker = exc
+
+
+def _end_with_runner(sentinel: int) -> None:
+    """End the worker when the runner is gone. A runner killed outright cannot end its workers,
+    and they would wait for work forever: the queue they read stays open while any of them
+    holds it. The sentinel is the worker's end of a pipe whose other end only the runner holds."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _verdicts(trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:

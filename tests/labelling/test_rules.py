@@ -227,6 +227,16 @@ def test_a_killed_worker_ends_the_run_in_one_line_and_it_resumes(db, db_path, sh
     assert all(len(current_labels(db, f"t{i:03d}", "run:1")) == 4 for i in range(200))
 
 
+def test_workers_end_when_the_runner_is_killed(db, db_path, shared_data):
+    """A runner killed outright (SIGKILL: no chance to end its workers) leaves none behind: each
+    worker ends when the runner's end of its parent pipe closes."""
+    proc, workers = _rules_run_under_way(db, db_path, 400)
+    proc.kill()
+    proc.communicate(timeout=60)
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive
+
+
 def test_a_worker_that_cannot_open_the_database_fails_the_run_in_one_line(db, shared_data, tmp_path, capfd):
     """A database the workers cannot read is the run's failure, as the StoreError that says so,
     not the pool's "Exception in initializer" traceback and a broken pool."""
