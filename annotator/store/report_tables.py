@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
+from annotator.store.db import open_db_to_read
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -305,13 +305,14 @@ def verdict_rows_many(
         return VerdictReads(annotators, jobs, None, rows)
 
     def run(job: tuple[str, str | None, str | None], connections: list) -> Verdicts:
-        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=30)  # quoted: ?, # and %
-        connections.append(conn)
+        reader = open_db_to_read(path)
+        reader.execute("PRAGMA cache_size = -2000")  # SQLite's default: one pass over the cells reuses no page
+        connections.append(reader.conn)
         try:
-            return verdict_rows(conn, job[0], mode_ids, job[1], job[2])
+            return verdict_rows(reader, job[0], mode_ids, job[1], job[2])
         finally:
-            connections.remove(conn)
-            conn.close()
+            connections.remove(reader.conn)
+            reader.close()
 
     return VerdictReads(annotators, jobs, run)
 
