@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import CancelledError
+
 import krippendorff
 import numpy as np
 import pytest
@@ -236,6 +238,32 @@ def test_bootstrap_is_seeded_and_resamples_whole_trajectories():
     together = plan.run(100, seed=7)
     assert (together["b"][:, :2] == together["a"]).all()
     assert together["a"] == pytest.approx(bootstrap.sums(twins[:, :2], 100, seed=7))
+
+
+def test_bootstrap_replicates_are_the_seeded_generators_draws_in_order():
+    """Each replicate counts the next n indices the seeded generator draws, however the
+    replicates are cut into blocks and whichever thread counts them: the intervals of a seed
+    stay the same."""
+    n, replicates = 300, 700
+    rng = np.random.default_rng(13)
+    expected = np.vstack([np.bincount(rng.integers(0, n, size=n, dtype=np.int32), minlength=n)
+                          for _ in range(replicates)])
+    assert (np.vstack(list(bootstrap.weights(n, replicates, seed=13))) == expected).all()
+    group = np.arange(n) % 7
+    grouped = np.vstack(list(bootstrap.weights(n, replicates, seed=13, group=group, groups=7)))
+    assert (grouped == np.vstack([np.bincount(group, weights=w, minlength=7) for w in expected])).all()
+
+
+def test_resampling_started_on_its_thread_gives_the_run_and_stops_when_left():
+    x = (np.random.default_rng(2).random((5000, 3)) < 0.3).astype(np.int8)
+    plan = bootstrap.Plan()
+    plan.add("x", x)
+    with plan.start(200, seed=3) as resampling:
+        assert (resampling.result()["x"] == plan.run(200, seed=3)["x"]).all()
+    with plan.start(10**6, seed=3) as endless:
+        pass
+    with pytest.raises(CancelledError):
+        endless.result()
 
 
 def test_bootstrap_sums_are_the_same_whether_rows_are_grouped_or_mostly_distinct():

@@ -21,6 +21,7 @@ trajectories took 4 s of CPU instead of 16.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from threading import Event
@@ -38,6 +39,9 @@ CHUNK = 128
 #: block of replicates is smaller over many groups (32 replicates × a million trajectories),
 #: which changes nothing drawn.
 BLOCK_CELLS = 2**25
+#: Replicates drawn and not yet counted, at most: each is n indices (4 MB at a million), and a
+#: block's 128 drawn at once held 512 MB.
+DRAWN_AHEAD = 4
 #: Rows of the per-trajectory matrix written at a time, every column of them (a few MB).
 FILL_ROWS = 8192
 #: Share of distinct rows above which the terms are resampled per trajectory: an agreement's
@@ -77,8 +81,12 @@ def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
                     raise CancelledError("resampling stopped")
                 b = min(per_block, replicates - done)
                 block = np.empty((b, width), dtype=dtype)
-                counted = [pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=drawn)) for i in range(b)]
-                for c in counted:
+                counting: deque = deque()
+                for i in range(b):
+                    counting.append(pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=drawn)))
+                    if len(counting) > DRAWN_AHEAD:  # drawn faster than counted: wait, not hold them all
+                        counting.popleft().result()
+                for c in counting:
                     c.result()
                 yield block
                 done += b
