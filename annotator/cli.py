@@ -282,13 +282,14 @@ def list_cmd(ctx, flt, status, annotator, search, as_json):
             sys.stdout.write(json_text(r.model_dump(mode="json", exclude={"metadata", "task"})) + "\n")
         return
     table = Table(box=None, header_style="bold", pad_edge=False)
-    # Widths that keep every column legible at 100 columns; the title takes what is left.
+    # Widths that keep every column legible at 100 columns; the title takes what is left. Nothing
+    # is cut: a value wider than its column wraps inside it (an id stays whole for `mast show`).
     widths = {"id": (16, 16), "system": (8, 14), "model": (5, 16), "benchmark": (8, 16), "outcome": (7, 7),
               "steps": (5, 6)}
     for col, (low, high) in widths.items():
-        table.add_column(col, overflow="ellipsis", no_wrap=True, min_width=low, max_width=high,
+        table.add_column(col, overflow="fold", min_width=low, max_width=high,
                          justify="right" if col == "steps" else "left")
-    table.add_column("title", overflow="ellipsis", no_wrap=True, min_width=10, ratio=1)
+    table.add_column("title", overflow="fold", min_width=10, ratio=1)
     for r in rows:
         table.add_row(
             r.id,

@@ -86,6 +86,27 @@ def test_list_filters_table_and_json(run):
     assert _ids(run, "--status", "done", "--annotator", "alice") == []
 
 
+def test_list_cuts_nothing_at_100_columns(run, tmp_path):
+    """A title longer than its column, a URL and a word longer than any column, and a system
+    name wider than its column all wrap inside their columns: read back column by column, each
+    holds its full text, markup printed as the characters it is."""
+    import sqlite3
+
+    run("import", "-q", str(WW / "Hand-Crafted_4.json"))
+    title = ("[bold]FAILED[/bold] deploy after three retries, see https://example.com/a/very/long/path/"
+             + "x" * 60 + " and " + "Supercalifragilistic" * 4)
+    system = "Magentic-One-Orchestrator-v2"
+    with sqlite3.connect(tmp_path / "cli.db") as conn:
+        conn.execute("UPDATE trajectories SET title = ?, system = ?", [title, system])
+    lines = run("list").stdout.splitlines()
+    assert all(len(line) <= 100 for line in lines) and "…" not in "".join(lines)
+    header, body = lines[0], lines[1:-1]
+    starts = [header.index(name) for name in ("id", "system", "model", "benchmark", "outcome", "steps", "title")]
+    ends = [*starts[1:], max(map(len, lines))]
+    column = ["".join("".join(line[a:b] for line in body).split()) for a, b in zip(starts, ends, strict=True)]
+    assert column[1] == system and column[-1] == "".join(title.split())
+
+
 def test_show_header_steps_limit_and_step(run):
     run("import", "-q", str(WW / "Hand-Crafted_4.json"))
     [row] = _ids(run)

@@ -27,12 +27,12 @@ def assert_inert(text: str) -> None:
     assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text, repr(text[:400])
     text = re.sub(r"\\([\[\]])", r"\1", text)  # Markdown's escaped brackets are brackets shown
     for word, tag in (("BOLD", "[bold red]"), ("clickme", "[@click=app.quit]")):
-        # A table cell wraps free text between words, so "[bold" may end the line above: what is
-        # left of the tag before the word ("red]", which interpreted markup would have eaten) must be.
-        rest = tag.split(" ")[-1]
+        # A table cell wraps free text, between words or inside one, so the start of the tag may
+        # end the line above: what is left of it on the word's line ("red]", "it]"), which
+        # interpreted markup would have eaten, must be there.
         for m in re.finditer(word, text):
-            before = text[max(0, m.start() - len(tag)):m.start()]
-            assert before == tag or before.endswith(rest), repr(text[max(0, m.start() - 60):m.end()])
+            piece = text[text.rfind("\n", 0, m.start()) + 1:m.start()].split(" ")[-1]
+            assert piece and tag.endswith(piece), repr(text[max(0, m.start() - 60):m.end()])
 
 
 @pytest.fixture(scope="module")

@@ -262,7 +262,9 @@ class _TraceBuilder:
             role = msg["role"] or "user"
             if not self.single and role not in _CONTEXT_ROLES:
                 continue
-            agent = role if role in _CONTEXT_ROLES else ctx["agent"] or role
+            # A tool's answer in a model's input, outside any agent span, is the environment's (as
+            # in a chat log), not an agent named "tool".
+            agent = role if role in _CONTEXT_ROLES else ctx["agent"] or ("environment" if role == "tool" else role)
             self._message(sp, msg, f"{sp.span_id}.in[{j}]", {**ctx, "agent": agent})
 
     def _llm_out(self, sp: Span) -> None:

@@ -77,7 +77,11 @@ class AnnotationServer(Server):
 
     def __init__(self, db: Path, *, host: str, port: int, token: str | None, blind: bool = False) -> None:
         command = [sys.executable, "-m", "annotator.cli", "--db", str(db), "annotate"] + (["--blind"] if blind else [])
-        super().__init__(shlex.join(command), host=host, port=port, title="mast annotate")
+        # An IPv6 literal in a URL stands in brackets (RFC 3986 §3.2.2); textual-serve writes the
+        # host as given, so "::1" would print as http://::1:8000, an address no browser opens.
+        authority = f"[{host}]" if ":" in host else host
+        super().__init__(shlex.join(command), host=host, port=port, title="mast annotate",
+                         public_url=f"http://{authority}:{port}")
         # What the server prints and logs names addresses and paths: through the inert console.
         self.console = inert_console()
         self.token = token

@@ -202,3 +202,21 @@ async def test_what_the_server_prints_is_inert(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "mast serve: open http://\\x1b]0;owned" in out and "\\x1b[2J:8000/?token=s3cret" in out
+
+
+async def test_an_ipv6_address_is_printed_and_served_in_brackets(tmp_path):
+    """``::1`` in a URL must stand in brackets: the printed address and the page's own links
+    (scripts, the websocket) are ones a browser can open."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    db_path = tmp_path / "mast.db"
+    build_db(db_path)
+    port = _free_port()
+    server = serve(db_path, host="::1", port=port, token=None)
+    assert server.url() == f"http://[::1]:{port}/"
+    async with TestClient(TestServer(await server._make_app(), host="127.0.0.1", port=port)) as client:
+        page = await client.get("/?annotator=alice", headers={"Host": f"[::1]:{port}"})
+        body = await page.text()
+    assert page.status == 200
+    assert f'src="http://[::1]:{port}/static/js/textual.js"' in body
+    assert f'data-session-websocket-url="ws://[::1]:{port}/ws/' in body
