@@ -8,9 +8,11 @@ one, which must change nothing. ``floor`` is orjson writing the same rows, alrea
 block of lines at a time: what any export of them costs at least. Each step runs in a fresh
 process (peak RSS its own), in a temporary folder of its own, so two runs never share a file.
 
-Targets: the export ≤ 4 s, the import ≤ 8 s. The machine is shared, so CPU time is the figure
-to read (the wall time waits for other jobs), printed with the load average and the ratio of
-each step to the floor.
+Targets: the export ≤ 4 s, the import ≤ 8 s of wall time, checked (a miss fails the run). The
+machine is shared, so CPU time is printed beside it with the load average and the ratio of each
+step to the floor: the wall time waits for other jobs, and the export's reads take two cores.
+A step's time starts once its modules are imported (what any command pays on start, the
+floor's included, is not the step's) and ends when its file is written.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import time
 from pathlib import Path
 
 from benchmarks import bench_report
+from benchmarks.targets import Targets
 
 SOURCES = ["alice", "dataset"]
 SYSTEM = "AG2"
-#: Targets (seconds) of the steps, printed beside their figures.
+#: Targets (seconds of wall time) of the steps, checked where they are printed.
 TARGETS = {"export": 4.0, "import": 8.0}
 STEPS = ("export", "floor", "import", "reimport")
 
@@ -40,19 +43,30 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _export(folder: Path) -> str:
-    from annotator.report.output import atomic_file
+def _timed(step):
+    """(what ``step()`` said, wall seconds, CPU seconds) of one call."""
+    start, cpu_start = time.perf_counter(), _cpu()
+    said = step()
+    return said, time.perf_counter() - start, _cpu() - cpu_start
+
+
+def _export(folder: Path) -> tuple[str, float, float]:
     from annotator.report.export import write_export
+    from annotator.report.output import atomic_file
     from annotator.store import open_db
     from annotator.taxonomy import load_taxonomy
     from annotator.views import TrajectoryFilter
 
-    db = open_db(bench_report.ensure("100k", 100_000))
-    path = folder / "export.jsonl"
-    with atomic_file(path) as fh:  # as `mast export -o` writes
-        write_export(db, "jsonl", SOURCES, load_taxonomy(), fh, TrajectoryFilter(system=SYSTEM))
+    database, path = bench_report.ensure("100k", 100_000), folder / "export.jsonl"
+
+    def export() -> None:
+        db = open_db(database)
+        with atomic_file(path) as fh:  # as `mast export -o` writes
+            write_export(db, "jsonl", SOURCES, load_taxonomy(), fh, TrajectoryFilter(system=SYSTEM))
+
+    _, wall, cpu = _timed(export)
     with path.open("rb") as fh:
-        return f"{sum(1 for _ in fh):,} rows, {path.stat().st_size / 1e6:.0f} MB"
+        return f"{sum(1 for _ in fh):,} rows, {path.stat().st_size / 1e6:.0f} MB", wall, cpu
 
 
 #: Rows parsed at a time for the floor (only the writing is timed; memory holds one block).
@@ -81,25 +95,19 @@ def _floor(folder: Path) -> tuple[str, float, float]:
     return f"{n:,} rows, {'the same bytes' if same else 'NOT the same bytes'} as the export", wall, cpu
 
 
-def _import(folder: Path) -> str:
+def _import(folder: Path) -> tuple[str, float, float]:
     from annotator.importers.importing import import_paths
     from annotator.store import open_db
 
-    db = open_db(folder / "import.db")
-    f = import_paths(db, [folder / "export.jsonl"]).files[0]
+    f, wall, cpu = _timed(lambda: import_paths(open_db(folder / "import.db"), [folder / "export.jsonl"]).files[0])
     if f.error:
         raise SystemExit(f.error)
-    return f"{f.imported:,} imported, {f.unchanged:,} unchanged, {f.labels:,} labels written"
+    return f"{f.imported:,} imported, {f.unchanged:,} unchanged, {f.labels:,} labels written", wall, cpu
 
 
 def child(which: str, folder: Path) -> None:
     """Time one step in this process; print its figures as one JSON line."""
-    start, cpu_start = time.perf_counter(), _cpu()
-    if which == "floor":
-        detail, wall, cpu = _floor(folder)
-    else:
-        detail = _export(folder) if which == "export" else _import(folder)
-        wall, cpu = time.perf_counter() - start, _cpu() - cpu_start
+    detail, wall, cpu = {"floor": _floor, "export": _export}.get(which, _import)(folder)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "load": os.getloadavg()[0], "detail": detail}), flush=True)
 
@@ -120,12 +128,13 @@ def main(argv: list[str]) -> int:
             f = results[which] = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{which:<9} {f['wall']:6.2f} s wall {f['cpu']:6.2f} s CPU  peak RSS {f['rss']:4.0f} MB"
                   f"  load {f['load']:4.1f}  {f['detail']}", flush=True)
-    print(f"\n{'':<9} {'wall':>8} {'CPU':>8} {'CPU ÷ floor':>12} {'target':>8}")
+    targets = Targets()
+    print(f"\n{'':<9} {'wall':>8} {'CPU':>8} {'CPU ÷ floor':>12}   target (wall)")
     for which, f in results.items():
         ratio = f"{f['cpu'] / results['floor']['cpu']:.1f}×" if "floor" in results else ""
-        target = f"≤ {TARGETS[which]:.0f} s" if which in TARGETS else ""
-        print(f"{which:<9} {f['wall']:6.2f} s {f['cpu']:6.2f} s {ratio:>12} {target:>8}")
-    return 0
+        target = targets.at_most(which, f["wall"], TARGETS[which], " s") if which in TARGETS else ""
+        print(f"{which:<9} {f['wall']:6.2f} s {f['cpu']:6.2f} s {ratio:>12}   {target}")
+    return targets.exit_code
 
 
 if __name__ == "__main__":

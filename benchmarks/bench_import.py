@@ -26,6 +26,8 @@ from pathlib import Path
 
 import orjson
 
+from benchmarks.targets import Targets
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 MAST = [sys.executable, "-m", "annotator.cli"]
@@ -174,7 +176,7 @@ def first_output(args: list[str]) -> tuple[float, float, float]:
     return first, time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
-def main() -> None:
+def main() -> int:
     DATA.mkdir(exist_ok=True)
     corpus, long = DATA / "mad_full_synthetic.json", DATA / "long_10000_steps.json"
     if not corpus.exists():
@@ -188,6 +190,7 @@ def main() -> None:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     mb = corpus.stat().st_size / 1024**2
 
+    targets = Targets()
     print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
           " (wall-clock figures grow with other load; CPU time does not)")
     seconds, cpu, rss, out = run_measured([*MAST, "--db", str(db), "import", "-q", str(corpus)])
@@ -195,15 +198,18 @@ def main() -> None:
     n = sum(SYSTEMS.values())
     print(f"corpus: {mb:.1f} MB, {n} trajectories in {seconds:.2f} s wall ({cpu:.2f} s CPU)"
           f" = {mb / seconds:.1f} MB/s, {n / seconds:.0f} trajectories/s;"
-          f" peak RSS {rss:.0f} MB (targets: ≤ 10 s, ≤ 300 MB)")
+          f" peak RSS {rss:.0f} MB ({targets.at_most('corpus import', seconds, 10, ' s')},"
+          f" {targets.at_most('corpus peak RSS', rss, 300, ' MB')})")
     again, again_cpu, _, _ = run_measured([*MAST, "--db", str(db), "import", "-q", str(corpus)])
     print(f"re-import (all unchanged): {again:.2f} s wall ({again_cpu:.2f} s CPU)")
     _, _, _, said = run_measured([sys.executable, "-m", "benchmarks.bench_import", "floor", str(corpus), str(db)])
     floor, floor_cpu = orjson.loads(said)
     print(f"floor (orjson parse, the same trajectory and step rows by executemany in one transaction, the"
           f" full-text index, the raw records compressed): {floor:.2f} s wall ({floor_cpu:.2f} s CPU)")
-    print(f"import / floor: {seconds / floor:.2f}x wall, {cpu / floor_cpu:.2f}x CPU (target ≤ 2x);"
-          f" re-import / floor: {again / floor:.2f}x wall, {again_cpu / floor_cpu:.2f}x CPU (target ≤ 0.5x)")
+    print(f"import / floor: {seconds / floor:.2f}x wall, {cpu / floor_cpu:.2f}x CPU"
+          f" ({targets.at_most('import / floor (CPU)', cpu / floor_cpu, 2, 'x')});"
+          f" re-import / floor: {again / floor:.2f}x wall, {again_cpu / floor_cpu:.2f}x CPU"
+          f" ({targets.at_most('re-import / floor (CPU)', again_cpu / floor_cpu, 0.5, 'x')})")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
     long_mb = long.stat().st_size / 1024**2
@@ -217,8 +223,10 @@ def main() -> None:
     shows = sorted(first_output([*MAST, "--db", str(db), "show", traj_id, "--limit", "40"]) for _ in range(5))
     first, done, cpu = shows[len(shows) // 2]
     print(f"mast show --limit 40 on the long trajectory (median of 5): first output after {first:.3f} s,"
-          f" done after {done:.3f} s, {cpu:.3f} s CPU; best first output {shows[0][0]:.3f} s (target: ≤ 0.5 s)")
+          f" done after {done:.3f} s, {cpu:.3f} s CPU; best first output {shows[0][0]:.3f} s"
+          f" ({targets.at_most('first screen', first, 0.5, ' s')})")
     print(f"database: {db.stat().st_size / 1024**2:.0f} MB")
+    return targets.exit_code
 
 
 def floor(corpus: Path, imported: Path) -> tuple[float, float]:
@@ -258,4 +266,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["floor"]:
         print(orjson.dumps(floor(Path(sys.argv[2]), Path(sys.argv[3]))).decode())
     else:
-        main()
+        sys.exit(main())

@@ -21,6 +21,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks.bench_import import DATA, MAST, generate, run_measured_any
+from benchmarks.targets import Targets
 
 BUDGET_MB = 600
 NESTING = 100_000
@@ -83,7 +84,7 @@ INPUTS = [
 def main() -> int:
     DATA.mkdir(exist_ok=True)
     db = DATA / "limits.db"
-    over = []
+    targets = Targets()
     _, _, base, _, _ = run_measured_any([sys.executable, "-c", "import annotator.cli, annotator.importers.registry"])
     print(f"baseline (interpreter and project imported): peak RSS {base:.0f} MB")
     for label, name, make, imports in INPUTS:
@@ -96,14 +97,11 @@ def main() -> int:
         seconds, _, rss, out, err = run_measured_any([*MAST, "--db", str(db), "import", "-q", str(path)])
         said = (err.strip().splitlines() or [""])[-1] if not imports else out.strip().splitlines()[-1]
         ok = ("Traceback" not in err) and (("0 failed" in out) if imports else (" 1 failed" in out))
-        verdict = "ok" if ok and rss <= BUDGET_MB else "OVER BUDGET" if ok else "WRONG OUTCOME"
-        print(f"{label}: {path.stat().st_size / 1024**2:,.1f} MB in {seconds:.1f} s, peak RSS {rss:.0f} MB"
-              f" (budget {BUDGET_MB} MB): {verdict}\n    {said[:200]}", flush=True)
-        if verdict != "ok":
-            over.append(label)
-    if over:
-        print("not within budget or wrong outcome: " + ", ".join(over))
-    return 1 if over else 0
+        print(f"{label}: {path.stat().st_size / 1024**2:,.1f} MB in {seconds:.1f} s, peak RSS {rss:.0f} MB ("
+              + targets.at_most(f"{label}: peak RSS", rss, BUDGET_MB, " MB") + "), "
+              + targets.check(f"{label}: outcome", ok, f"target {'imported' if imports else 'refused'}, no traceback")
+              + f"\n    {said[:200]}", flush=True)
+    return targets.exit_code
 
 
 if __name__ == "__main__":

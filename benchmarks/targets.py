@@ -8,18 +8,20 @@ from __future__ import annotations
 
 
 class Targets:
-    """Collects ``at most`` / ``at least`` checks; ``exit_code`` is 1 if any was missed."""
+    """Collects ``at most`` / ``at least`` checks, and any other (``check``); ``exit_code`` is 1 if
+    any was missed. Each check returns the text to print beside its figure."""
 
     def __init__(self) -> None:
         self.missed: list[str] = []
 
     def at_most(self, what: str, measured: float, limit: float, unit: str = "") -> str:
-        return self._check(what, measured <= limit, f"target ≤ {limit:g}{unit}")
+        return self.check(what, measured <= limit, f"target ≤ {limit:g}{unit}")
 
     def at_least(self, what: str, measured: float, limit: float, unit: str = "") -> str:
-        return self._check(what, measured >= limit, f"target ≥ {limit:g}{unit}")
+        return self.check(what, measured >= limit, f"target ≥ {limit:g}{unit}")
 
-    def _check(self, what: str, met: bool, target: str) -> str:
+    def check(self, what: str, met: bool, target: str) -> str:
+        """A target that is not a bound on one figure (an outcome, a strict bound): ``target`` says it."""
         if not met:
             self.missed.append(what)
         return f"{target}: {'met' if met else 'NOT MET'}"

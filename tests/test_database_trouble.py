@@ -100,7 +100,7 @@ def test_damaged_index_fails_the_import(filled, folder):
 
 def test_full_disk(filled, folder):
     big = _new_file(folder, "big.jsonl", size=400)
-    room = 256 * 1024
+    room = 64 * 1024
     with small_filesystem(filled.stat().st_size + room) as small:
         if small is not None:  # a real full file system
             db, preexec, said = small / "mast.db", None, "disk is full"

@@ -9,11 +9,15 @@ front of every request and learns the limit from what the server says:
   ``--rpm`` / ``--tpm`` set the same buckets for servers that send no headers;
 - ``x-ratelimit-remaining-*`` with ``x-ratelimit-reset-*``: when what is left would not cover
   the requests already in flight, every request waits for the reset, not only the next one;
-- the window of requests in flight starts at one and grows by one per answer (slow start: it
-  doubles each round trip, so the first answers, and their headers, come back before a burst
-  goes out); a 429 (with ``Retry-After`` where given) pauses everyone for that long and halves
-  the window, after which every answer widens it by ``1/window`` (additive increase,
-  multiplicative decrease, as TCP does); never beyond ``--concurrency``;
+- the first request goes out alone, so that its answer's headers are read before a burst goes
+  out. Once a limit is known (from those headers, or ``--rpm`` / ``--tpm``) the buckets pace the
+  run and the window of requests in flight opens to ``--concurrency``. Where nothing names a
+  limit the window goes on from ``INITIAL_WINDOW`` and grows by one per answer (slow start: it
+  doubles each round trip, as TCP's does from its initial window, RFC 6928); opening it one
+  request at a time from one cost a bulk run a second at 200 ms a round trip. A 429 (with
+  ``Retry-After`` where given) pauses everyone for that long and halves the window, after which
+  every answer widens it by ``1/window`` (additive increase, multiplicative decrease, as TCP
+  does); never beyond ``--concurrency``;
 - a request's tokens are estimated before it is sent (our count of the prompt plus the answer
   expected); the ratio of what the server then reports in ``usage`` to that estimate is kept as
   a running mean and applied to the next estimates, so a tokens-per-minute limit is used to the
@@ -50,6 +54,9 @@ RATE_WINDOW_S = 5.0
 BACKOFF_SHARE = 0.85
 #: Growth of a rate learned from 429s with every answer.
 PROBE_STEP = 0.005
+#: Requests in flight after the first answer while no limit is known: TCP's initial window is ten
+#: segments (RFC 6928); eight stay within the one second of burst of 600 requests a minute.
+INITIAL_WINDOW = 8
 #: Weight of the newest answer in the running ratio of reported to estimated tokens.
 CALIBRATION_WEIGHT = 0.1
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?")
@@ -191,8 +198,13 @@ class Pacer:
             rate = self._requests.per_minute
             self._requests.set_rate(rate + max(1.0, rate * PROBE_STEP))
         async with self._changed:
-            step = 1.0 if self._slow_start else 1.0 / self.window
-            self.window = min(float(self.max_window), self.window + step)
+            if not self._slow_start:
+                self.window += 1.0 / self.window
+            elif self._requests is not None or self._tokens is not None:
+                self.window = float(self.max_window)  # the buckets keep to the limit from here
+            else:
+                self.window = max(self.window + 1.0, INITIAL_WINDOW)
+            self.window = min(float(self.max_window), self.window)
             self._changed.notify_all()
 
     async def rate_limited(self, headers: Mapping[str, str], retry_after: float | None) -> None:

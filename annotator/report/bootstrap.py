@@ -21,18 +21,25 @@ trajectories took 4 s of CPU instead of 16.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Generator, Iterator
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+from threading import Event
+from typing import TypeVar
 
 import numpy as np
 
 from annotator.report.row_groups import row_groups
 
+T = TypeVar("T")
+
 #: Replicates drawn per matrix product, at most.
 CHUNK = 128
-#: Resample counts held at once: a block of replicates is smaller over many groups
-#: (32 replicates × a million trajectories), which changes nothing drawn.
+#: Resample counts in a block (two are held at once, the one multiplied and the next one): a
+#: block of replicates is smaller over many groups (32 replicates × a million trajectories),
+#: which changes nothing drawn.
 BLOCK_CELLS = 2**25
+#: Rows of the per-trajectory matrix written at a time, every column of them (a few MB).
+FILL_ROWS = 8192
 #: Share of distinct rows above which the terms are resampled per trajectory: an agreement's
 #: terms (three sources × 14 modes, their pairs and onsets) leave four rows in five distinct, and
 #: grouping them would only lay the same rows out again as float64 (2.4 GB at a million).
@@ -40,7 +47,7 @@ GROUPED_SHARE = 0.5
 
 
 def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
-            groups: int | None = None, dtype: type = np.int64) -> Iterator[np.ndarray]:
+            groups: int | None = None, dtype: type = np.int64, stop: Event | None = None) -> Iterator[np.ndarray]:
     """Blocks of resample counts (``dtype``, shape (≤CHUNK, groups)) for ``replicates`` replicates:
     per trajectory (``group`` None), or per group of trajectories (``group[i]`` is the group of
     trajectory i, of ``groups``).
@@ -48,27 +55,48 @@ def weights(n: int, replicates: int, seed: int, group: np.ndarray | None = None,
     The draws are made one replicate at a time, in order, from one generator: numpy's yields
     the same stream however it is cut, so the replicates depend on the seed alone. Counting a
     replicate's draws (a scatter, longer than drawing them over a million trajectories) runs
-    on two threads while the next replicates are drawn; both release the GIL.
+    on two threads while the next replicates are drawn (drawing releases the GIL). The next
+    block is drawn and counted while the caller multiplies this one (:func:`_ahead`), so the
+    one generator, which no thread can share, is never idle waiting for the product. Once
+    ``stop`` is set, the next block raises ``CancelledError`` instead.
     """
     rng = np.random.default_rng(seed)
     width = n if group is None else int(groups)
     table = None if group is None else group.astype(np.uint16 if width <= 2**16 else np.uint32)
     per_block = max(1, min(CHUNK, BLOCK_CELLS // max(width, 1)))
     drawn = np.int32 if n < 2**31 else np.int64
-    done = 0
 
     def count(block: np.ndarray, i: int, draws: np.ndarray) -> None:
         block[i] = np.bincount(draws if table is None else np.take(table, draws), minlength=width)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        while done < replicates:
-            b = min(per_block, replicates - done)
-            block = np.empty((b, width), dtype=dtype)
-            counted = [pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=drawn)) for i in range(b)]
-            for c in counted:
-                c.result()
-            yield block
-            done += b
+    def blocks() -> Generator[np.ndarray, None, None]:
+        done = 0
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            while done < replicates:
+                if stop is not None and stop.is_set():
+                    raise CancelledError("resampling stopped")
+                b = min(per_block, replicates - done)
+                block = np.empty((b, width), dtype=dtype)
+                counted = [pool.submit(count, block, i, rng.integers(0, n, size=n, dtype=drawn)) for i in range(b)]
+                for c in counted:
+                    c.result()
+                yield block
+                done += b
+
+    return _ahead(blocks())
+
+
+def _ahead(items: Generator[T, None, None]) -> Iterator[T]:
+    """The items of ``items``, each next one made on a thread of its own while the caller uses
+    the one it was given (two items exist at once)."""
+    try:
+        with ThreadPoolExecutor(max_workers=1) as maker:
+            coming = maker.submit(next, items, None)
+            while (item := coming.result()) is not None:
+                coming = maker.submit(next, items, None)
+                yield item
+    finally:
+        items.close()  # a caller that stops early: the maker has finished (the pool was left)
 
 
 def sums(columns: np.ndarray, replicates: int, seed: int) -> np.ndarray:
@@ -78,7 +106,8 @@ def sums(columns: np.ndarray, replicates: int, seed: int) -> np.ndarray:
     return _grouped_sums([x[:, j] for j in range(x.shape[1])], x.shape[0], replicates, seed)
 
 
-def _grouped_sums(columns: list[np.ndarray], n: int, replicates: int, seed: int) -> np.ndarray:
+def _grouped_sums(columns: list[np.ndarray], n: int, replicates: int, seed: int,
+                  stop: Event | None = None) -> np.ndarray:
     """Replicated sums of the n-long ``columns``, over the groups of identical rows."""
     if n == 0 or replicates <= 0:
         return np.zeros((0, len(columns)))
@@ -87,13 +116,15 @@ def _grouped_sums(columns: list[np.ndarray], n: int, replicates: int, seed: int)
         # Per trajectory in float32, the product of before the groups (the same sums): grouping
         # rows that are mostly distinct saves no work and would lay them out again in float64.
         x = np.empty((n, len(columns)), dtype=np.float32)
-        for j, column in enumerate(columns):
-            x[:, j] = column
-        return np.vstack([(w @ x).astype(np.float64) for w in weights(n, replicates, seed, dtype=np.float32)])
+        for lo in range(0, n, FILL_ROWS):  # a band of rows at a time: a column's values land in
+            rows = slice(lo, lo + FILL_ROWS)  # cached lines, not one line per value across 800 MB
+            for j, column in enumerate(columns):
+                x[rows, j] = column[rows]
+        return np.vstack([(w @ x).astype(np.float64) for w in weights(n, replicates, seed, dtype=np.float32, stop=stop)])
     x = np.empty((len(first), len(columns)), dtype=np.float64)
     for j, column in enumerate(columns):
         x[:, j] = column[first]
-    return np.vstack([w @ x for w in weights(n, replicates, seed, group, len(first))])
+    return np.vstack([w @ x for w in weights(n, replicates, seed, group, len(first), stop=stop)])
 
 
 class Plan:
@@ -119,7 +150,7 @@ class Plan:
             small = block.astype(np.int8)
             self._blocks[key] = small if np.array_equal(small, block) else block
 
-    def run(self, replicates: int, seed: int) -> dict[object, np.ndarray]:
+    def run(self, replicates: int, seed: int, stop: Event | None = None) -> dict[object, np.ndarray]:
         """Replicated column sums per key: (replicates, that block's columns).
 
         Columns that are equal over every trajectory (the same indicator needed by several
@@ -132,9 +163,36 @@ class Plan:
         first, index = distinct_columns(*blocks)
         where = [(b, j) for b, block in enumerate(blocks) for j in range(block.shape[1])]
         columns = [blocks[b][:, j] for b, j in (where[c] for c in first.tolist())]
-        total = _grouped_sums(columns, blocks[0].shape[0], replicates, seed)[:, index]
+        total = _grouped_sums(columns, blocks[0].shape[0], replicates, seed, stop)[:, index]
         edges = np.cumsum([0] + [block.shape[1] for block in blocks])
         return {k: total[:, edges[i]:edges[i + 1]] for i, k in enumerate(keys)}
+
+    def start(self, replicates: int, seed: int) -> Resampling:
+        """:meth:`run` begun on a thread of its own, so that the caller makes what needs no
+        replicate meanwhile (the draws release the GIL); use it in a ``with`` block, whose end
+        stops it if its result was not taken."""
+        return Resampling(self, replicates, seed)
+
+
+class Resampling:
+    """A :meth:`Plan.run` under way: :meth:`result` waits for it; leaving the ``with`` block
+    stops it at its next block of replicates, so that a caller that failed or was interrupted
+    does not wait for seconds of draws nobody will read."""
+
+    def __init__(self, plan: Plan, replicates: int, seed: int) -> None:
+        self._stop = Event()
+        pool = ThreadPoolExecutor(max_workers=1)
+        self._running = pool.submit(plan.run, replicates, seed, self._stop)
+        pool.shutdown(wait=False)
+
+    def result(self) -> dict[object, np.ndarray]:
+        return self._running.result()
+
+    def __enter__(self) -> Resampling:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
 
 
 def distinct_columns(*blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

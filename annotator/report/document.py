@@ -27,6 +27,9 @@ from annotator.views import TrajectoryFilter
 
 #: Rows of the per-trajectory table shown by the terminal, Markdown and HTML renderings.
 DISPLAY_ROWS = 50
+#: The logistic regressions of a report: (table name, title, categories left out).
+LOGITS = (("logit", "Logistic regression of failure on all modes", ()),
+          ("logit_without_fc3", "Logistic regression without FC3 modes", ("FC3",)))
 
 
 def libraries() -> dict[str, str]:
@@ -200,7 +203,14 @@ def build_report(
     plan.add("mean_modes", _mean_modes_columns(counts, frame.failed))
     group = by[0] if by else "system"
     plan.add("mean_modes_by_group", findings.mean_modes_columns(frame, counts, group))
-    replicated = plan.run(replicates, seed)
+    grouped, one_level = _grouping(frame, by)
+    with plan.start(replicates, seed) as resampling:  # meanwhile, what needs no replicate
+        tests = predictors.table_records(frame, present, known)
+        fits = [predictors.logistic(frame, present, known, exclude_categories=exclude) for _, _, exclude in LOGITS]
+        compared = {c: comparisons.group_vs_rest(frame, present, known, c) for c in grouped}
+        together = cooccurrence.cooccurrence(frame, present, known)
+        where = _onset_section(db, frame, present, lab.onset)
+        replicated = resampling.result()
 
     sections = [Section("Per trajectory", [per_trajectory(frame, present, lab.onset, row_limit)])]
     if lab.ties:
@@ -213,7 +223,6 @@ def build_report(
     prev_tables = [Table("prevalence", "Prevalence per mode and category (share of trajectories, Wilson 95% CI)",
                          ["mode", "n", "count", "prevalence", "ci_low", "ci_high"],
                          prevalence.overall(frame, present, known), notes_cells)]
-    grouped, one_level = _grouping(frame, by)
     for column in grouped:
         prev_tables.append(Table(f"prevalence_by_{column}", f"Prevalence by {column}",
                                  [column, "mode", "n", "count", "prevalence", "ci_low", "ci_high"],
@@ -244,7 +253,6 @@ def build_report(
                              " share of all flagged failure instances.", *one_level]))
 
     gaps = predictors.gap_records(frame, present, known, replicated.get("gap"))
-    tests = predictors.table_records(frame, present, known)
     supported, top = findings.strongest_predictor(frame, gaps, tests)
     gap_cols = ["rank", "mode", "failed_n", "prevalence_failed", "succeeded_n", "prevalence_succeeded", "gap_pp",
                 "gap_ci_low_pp", "gap_ci_high_pp"] + (["gap_boot_low_pp", "gap_boot_high_pp"] if replicates else [])
@@ -262,9 +270,7 @@ def build_report(
               ["Odds ratio: sample OR of Table2x2; 0.5 is added to every cell of a table with an empty cell."
                " q: Benjamini-Hochberg over the modes. mh: Mantel-Haenszel odds ratio pooled over systems."]),
     ]
-    for name, title, exclude in (("logit", "Logistic regression of failure on all modes", ()),
-                                 ("logit_without_fc3", "Logistic regression without FC3 modes", ("FC3",))):
-        fit = predictors.logistic(frame, present, known, exclude_categories=exclude)
+    for (name, title, _), fit in zip(LOGITS, fits, strict=True):
         pred_tables.append(Table(name, f"{title} ({fit.method}, n = {fit.n})",
                                  ["term", "coef", "odds_ratio", "ci_low", "ci_high", "p"], fit.records,
                                  [f"method: {fit.method}", *fit.notes]))
@@ -272,14 +278,14 @@ def build_report(
 
     comp = [Table(f"compare_{c}", f"Each {c} against the rest", [c, "mode", "group_n", "group_prevalence", "rest_n",
                   "rest_prevalence", "diff_pp_group_minus_rest", "diff_ci_low_pp", "diff_ci_high_pp",
-                  "ratio_group_over_rest"], comparisons.group_vs_rest(frame, present, known, c)) for c in grouped]
+                  "ratio_group_over_rest"], compared[c]) for c in grouped]
     sections.append(Section("Comparisons", [t for t in comp if t.records],
                             ["diff = group minus rest in percentage points; ratio = group divided by rest.",
                              *one_level]))
     sections.append(Section("Co-occurrence", [Table("cooccurrence", "Modes together in a trajectory (count, lift)",
                                                     ["mode", "with", "together", "n", "lift"],
-                                                    cooccurrence.cooccurrence(frame, present, known))]))
-    sections.append(_onset_section(db, frame, present, lab.onset))
+                                                    together)]))
+    sections.append(where)
     head = header("report", frame, [source], seed, replicates)
     corrected_findings = []
     if audit is not None:

@@ -188,7 +188,7 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
         known=(present | absent) & finished[:, None],
         onset=np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
-        outside_codebook=report_tables.count_labels(db, source.name) - verdicts[source.name].labelled,
+        outside_codebook=verdicts[source.name].outside_codebook,
         covered=modes_covered((present | absent | unknown)[finished]),
     )
 

@@ -63,7 +63,9 @@ def new_or_changed(db: Database, rows: Sequence[tuple]) -> list[tuple]:
     Labels are taken in order, each compared with the current one or, when an earlier label of
     the same cell was taken, with that: the same as merging them one by one.
     """
-    current = _current(db, list(dict.fromkeys(_trajectory(row) for row in rows)))
+    current = _current(db, list(dict.fromkeys(map(_trajectory, rows))))
+    if not current and len(set(map(_cell, rows))) == len(rows):
+        return list(rows)  # no cell has a label yet and none comes twice: each label is new
     out = []
     for row in rows:
         key, content = _cell(row), _compared(row)

@@ -192,8 +192,8 @@ class Verdicts:
     total: np.ndarray  # int16: verdicts on the codebook's modes
     absent: np.ndarray  # int16: how many of them are "absent"
     cells: np.ndarray  # int64 (m, 3)
-    #: Current labels on the codebook's modes, with a verdict or without (all trajectories).
-    labelled: int = 0
+    #: Current labels on modes the codebook does not have (on every trajectory of the range).
+    outside_codebook: int = 0
 
     @classmethod
     def join(cls, parts: Sequence[Verdicts]) -> Verdicts:
@@ -203,7 +203,7 @@ class Verdicts:
         offsets = np.cumsum([0] + [len(p.tids) for p in parts[:-1]])
         cells = np.concatenate([p.cells + [o, 0, 0] for p, o in zip(parts, offsets, strict=True)])
         return cls(np.concatenate([p.tids for p in parts]), np.concatenate([p.total for p in parts]),
-                   np.concatenate([p.absent for p in parts]), cells, sum(p.labelled for p in parts))
+                   np.concatenate([p.absent for p in parts]), cells, sum(p.outside_codebook for p in parts))
 
 
 def verdict_rows(
@@ -216,10 +216,10 @@ def verdict_rows(
     others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
     or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
     on every mode needs nothing more, and :func:`absent_cells` names them for the few that lack
-    some. Rows are read a block at a time into arrays. The labels without a verdict are
-    counted too (``labelled``), so that the labels outside the codebook are the annotator's
-    labels (:func:`count_labels`, a count over an index) less these, not a second pass over the
-    annotator's cells.
+    some. Rows are read a block at a time into arrays. The labels on the codebook's modes
+    without a verdict are counted too, so that the annotator's labels outside the codebook in
+    the range (``outside_codebook``) are a count over an index less these, made on the same
+    connection (so on the reader's thread), not a second pass over the annotator's cells.
     """
     case, params = _mode_index(mode_ids)
     marks = ", ".join("?" for _ in mode_ids)
@@ -231,14 +231,16 @@ def verdict_rows(
         f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
     )
     args = [*params, annotator, *mode_ids]
-    if after is not None:
-        sql += " AND s.trajectory_id >= ?"
-        args.append(after)
-    if before is not None:
-        sql += " AND s.trajectory_id < ?"
-        args.append(before)
+    every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
+    for bound, op in ((after, ">="), (before, "<")):
+        if bound is not None:
+            sql += f" AND s.trajectory_id {op} ?"
+            every += f" AND s.trajectory_id {op} ?"
+            args.append(bound)
+            every_args.append(bound)
+    labels = db.execute(every, every_args).fetchone()[0]
     cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
-    parts = []
+    parts, in_codebook = [], 0
     while rows := cursor.fetchmany(BLOCK):
         tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
         total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
@@ -247,8 +249,11 @@ def verdict_rows(
         verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
         row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(rows)), total - n_absent)]
         parts.append(Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
-                              np.column_stack([row, pairs]), sum(labelled)))
-    return Verdicts.join(parts)
+                              np.column_stack([row, pairs])))
+        in_codebook += sum(labelled)
+    joined = Verdicts.join(parts)
+    joined.outside_codebook = labels - in_codebook
+    return joined
 
 
 class VerdictReads:
@@ -338,11 +343,6 @@ def absent_cells(db: Database, annotator: str, trajectory_ids: Sequence[str]) ->
             [annotator, *chunk],
         ).fetchall()
     return out
-
-
-def count_labels(db: Database, annotator: str) -> int:
-    """How many current labels the annotator has, on any mode."""
-    return db.execute("SELECT count(*) FROM label_state WHERE annotator = ?", [annotator]).fetchone()[0]
 
 
 def source_facts(db: Database, source: SourceName) -> SourceFacts:

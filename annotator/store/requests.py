@@ -2,7 +2,8 @@
 
 A response is written the moment it arrives (its own short transaction), so an interrupted
 run loses at most the requests in flight. A trajectory's labels and its ``run_items`` row are
-written in one transaction: a trajectory is either fully labelled by a run or not at all.
+written in one transaction (the runner writes a batch of trajectories in each): a trajectory is
+either fully labelled by a run or not at all.
 """
 
 from __future__ import annotations
@@ -110,30 +111,24 @@ def prompt_secret(db: Database) -> bytes:
     return bytes(db.execute("SELECT value FROM local_secrets WHERE name = 'prompt_frame'").fetchone()[0])
 
 
-def finish_item(
-    db: Database,
-    run_id: int,
-    trajectory_id: str,
-    status: ItemStatus,
-    labels: Sequence[Label] = (),
-    *,
-    error: str | None = None,
-) -> None:
-    """Record a run's result for one trajectory together with its labels, atomically.
+def finish_items(db: Database, run_id: int, items: Sequence[tuple[RunItem, Sequence[Label]]]) -> None:
+    """Record a run's results for trajectories together with their labels, all in one transaction.
 
     Only a run's own annotator (``run:<id>``) and machine provenance are accepted, so that
     pre-labelling can never write, and so never overwrite, a person's label.
     """
     annotator = run_source(run_id)
+    labels = [label for _, batch in items for label in batch]
     for label in labels:
         if label.annotator != annotator or label.provenance not in ("llm", "rules"):
             raise ValueError(f"a run may only store labels of {annotator} with machine provenance")
+    stamp = utcnow().isoformat()
     with write(db):
         add_labels(db, labels)
-        db.execute(
+        db.conn.executemany(
             "INSERT OR REPLACE INTO run_items (run_id, trajectory_id, status, error, updated_at)"
             " VALUES (?, ?, ?, ?, ?)",
-            [run_id, trajectory_id, status, error, utcnow().isoformat()],
+            [(run_id, item.trajectory_id, item.status, item.error, stamp) for item, _ in items],
         )
 
 

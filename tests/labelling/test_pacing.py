@@ -9,7 +9,7 @@ from prelabel_helpers import API_KEY, add, make_trajectory
 
 from annotator.labelling.judge import JudgeSettings, LLMLabeller
 from annotator.labelling.llm import JudgeClient
-from annotator.labelling.pacing import HEADROOM, _Bucket, parse_duration
+from annotator.labelling.pacing import HEADROOM, INITIAL_WINDOW, _Bucket, parse_duration
 from annotator.labelling.pricing import Usage, price_for
 from annotator.labelling.runner import run_labeller
 from annotator.models import LabelRun
@@ -51,6 +51,19 @@ async def _run(db, srv, n: int, first_fault: str = "", **client_opts):
     finally:
         await client.close()
     return client.pacer, item_counts(db, run.id)
+
+
+@pytest.mark.parametrize(("headers", "burst"), [(True, 16), (False, INITIAL_WINDOW)])
+async def test_the_first_request_goes_alone_then_the_window_opens(db, headers, burst):
+    """Alone until its answer's headers are read; then to --concurrency where they name a limit
+    (the buckets pace from there), else to the initial window of slow start."""
+    with FakeOpenAI(latency=0.3, rpm=60_000, ratelimit_headers=headers) as srv:
+        pacer, counts = await _run(db, srv, 30, concurrency=16)
+    arrivals = [e["at"] for e in srv.chat_requests()]
+    assert counts == {"done": 30, "failed": 0} and srv.rate_limited == 0
+    assert arrivals[1] - arrivals[0] >= 0.25  # the second waited for the first answer
+    assert arrivals[burst] - arrivals[1] < 0.15  # then a burst of ``burst`` went out at once
+    assert arrivals[burst + 1] - arrivals[1] >= 0.25  # and no more before an answer
 
 
 async def test_the_limit_is_learned_from_headers_and_kept(db):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from prelabel_helpers import API_KEY, add
 
@@ -11,8 +13,9 @@ from annotator.labelling.pricing import Usage, price_for
 from annotator.labelling.rules import RulesLabeller
 from annotator.labelling.runner import run_labeller
 from annotator.models import Label, LabelRun
+from annotator.store import open_db_to_read
 from annotator.store.labels import current_labels
-from annotator.store.requests import finish_item, run_items
+from annotator.store.requests import RunItem, finish_items, run_items
 from annotator.store.runs import create_run
 from annotator.taxonomy import load_taxonomy
 
@@ -79,6 +82,24 @@ async def test_retry_after_is_honoured(db, server):
     tries = server.chat_requests()
     assert [t["status"] for t in tries] == [429, 200]
     assert tries[1]["at"] - tries[0]["at"] >= 0.9  # the server said Retry-After: 1
+
+
+async def test_a_finished_trajectory_is_stored_while_others_are_still_asked(db, db_path, server):
+    """Finished trajectories are written in batches, but none waits for the run's end: another
+    process sees one labelled while the run still waits a second for another's Retry-After."""
+    add(db, "quick", NORMAL)
+    add(db, "slow", [NORMAL[0], NORMAL[1] + " FAULT:429"])
+    running = asyncio.create_task(label(db, server, ["quick", "slow"]))
+    other = open_db_to_read(db_path)
+    done: list[str] = []
+    while not done and not running.done():
+        await asyncio.sleep(0.01)
+        done = [row[0] for row in other.execute("SELECT trajectory_id FROM run_items WHERE status = 'done'")]
+    seen_labels = other.execute("SELECT count(*) FROM labels WHERE trajectory_id = 'quick'").fetchone()[0]
+    run, _, _ = await running
+    other.close()
+    assert done == ["quick"] and seen_labels == 14  # whole, and before "slow" was answered
+    assert run.counts["done"] == 2 and len(current_labels(db, annotator=run.annotator)) == 2 * 14
 
 
 async def test_json_schema_rejected_falls_back_to_json_object(db, llama_like_server):
@@ -185,5 +206,5 @@ def test_a_run_cannot_write_under_a_person(db):
     run = create_run(db, LabelRun(kind="llm"))
     human = Label(trajectory_id="t", mode_id="FM-1.3", annotator="alice", verdict="present", provenance="llm")
     with pytest.raises(ValueError, match="run:"):
-        finish_item(db, run.id, "t", "done", [human])
+        finish_items(db, run.id, [(RunItem(trajectory_id="t", status="done"), [human])])
     assert current_labels(db) == []
