@@ -109,7 +109,7 @@ def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str],
         steps.append(Step(index=0, id="preamble", kind="log", content=preamble))
     ends = [start for start, _ in matches[1:]] + [len(text)]
     for n, ((start, m), end) in enumerate(zip(matches, ends, strict=True)):
-        block = _trim_rules(text, start, end)
+        block = _trim_rules(text[start:end])
         fields = {"kind": "message", **make(m, block)}
         if "drop" in fields:
             steps.dropped[fields["drop"]] += 1
@@ -126,25 +126,16 @@ class Split(list):
         self.dropped: Counter[str] = Counter()
 
 
-def _trim_rules(text: str, start: int, end: int) -> str:
-    """``text[start:end]`` without leading newlines, trailing blank lines and ``----------``
-    separator rules, cut out once (a regex with a ``$`` anchor rescans every line of a long
-    block; this looks at the last lines only)."""
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    while start < end and text[start] == "\n":
-        start += 1
+def _trim_rules(block: str) -> str:
+    """``block`` without trailing blank lines and ``----------`` separator rules (a regex with a
+    ``$`` anchor rescans every line of a long block; this looks at the last lines only)."""
+    block = block.rstrip().lstrip("\n")
     while True:
-        cut = text.rfind("\n", start, end)
-        last = text[(start if cut < 0 else cut + 1) : end].strip()
+        cut = block.rfind("\n")
+        last = block[cut + 1 :].strip()
         if len(last) < 10 or last.strip("-"):
-            return text[start:end]
-        if cut < 0:
-            return ""
-        end = cut
-        while end > start and text[end - 1].isspace():
-            end -= 1
-
+            return block
+        block = block[:cut].rstrip() if cut >= 0 else ""
 
 #: "Orchestrator (-> WebSurfer)", "Orchestrator (thought)", "WebSurfer": Magentic-One speakers.
 _SPEAKER = re.compile(r"^(?P<agent>[^()]+?)\s*\((?P<inner>[^)]*)\)\s*$")

@@ -36,6 +36,7 @@ from sqlite_utils import Database
 from annotator.errors import AnnotatorError
 from annotator.models import Attribution, Label, Trajectory, utcnow
 from annotator.store.attributions import save_attribution
+from annotator.store.binding import bound
 from annotator.store.db import Batches, write
 from annotator.store.step_index import IndexedBatches
 from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
@@ -201,19 +202,10 @@ def stage_labels(db: Database, labels: Iterable[Label]) -> int:
     return stage_label_rows(db, [label_row(lab) for lab in labels])
 
 
-#: What a None of a label row is bound as: SQLite stores a NaN as NULL
-#: (``sqlite3_bind_double``), and Python's sqlite3 binds a float at once where a None goes
-#: through its adapter lookup first, which costs several times more: a label row has eight or
-#: so, and an export hundreds of thousands of rows. Hashable, so the swap is one ``map``.
-_BOUND = {None: float("nan")}
-
-
 def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
     """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
     marks = ", ".join("?" for _ in LABEL_COLUMNS.split(","))
-    bound = _BOUND.get
-    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})",
-                        (tuple(map(bound, row, row)) for row in rows))
+    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", map(bound, rows))
     return len(rows)
 
 

@@ -21,6 +21,7 @@ from sqlite_utils import Database
 from annotator.errors import NotFound
 from annotator.models import Step, Trajectory
 from annotator.store._json import dumps
+from annotator.store.binding import bound
 from annotator.store.db import write
 from annotator.store.rows import decode, decode_one, json_columns, select
 from annotator.store.search import fts_query
@@ -69,7 +70,7 @@ def write_steps(db: Database, traj_id: str, steps: Sequence[Step], batches: Inde
             batches.before_steps()
         else:
             before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
-        db.conn.executemany(_INSERT_STEP, (_step_row(traj_id, s) for s in steps[start:start + STEP_CHUNK]))
+        db.conn.executemany(_INSERT_STEP, (bound(_step_row(traj_id, s)) for s in steps[start:start + STEP_CHUNK]))
         if batches is not None:
             batches.point()
         else:
