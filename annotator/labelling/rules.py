@@ -6,26 +6,30 @@ and recall (``benchmarks/bench_rules.py``, README "Pre-labelling"); their verdic
 suggestions of a ``rules`` run like any judge's.
 
 Each detector reads the steps once, in order, keeping little state: the last messages of each
-agent and the first few cited steps, which are bounded, and one hash per distinct tool call
+agent and the first few cited steps, which are bounded, and one digest per distinct tool call
 (FM-1.3) and per distinct short message (FM-1.5), which grow with what a run does not repeat.
 So a run of a million steps is scanned from the store a page at a time in linear time and in
-memory that grows only by a hash per distinct call or short message. Each step's content is
+memory that grows only by a digest per distinct call or short message. Each step's content is
 read once for all of them (``near_duplicates.message``: normalised, its clauses hashed), and
-near-duplicates are found as ``near_duplicates`` describes.
+near-duplicates are found as ``near_duplicates`` describes. A long run can be scanned in parts
+apart (by several processes) and the parts' detectors joined, in order, into what one scan
+finds (``scan_part``, ``results``).
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from hashlib import blake2b
+from typing import NamedTuple, Self
 
 from pydantic import BaseModel
 from sqlite_utils import Database
 
 from annotator.labelling.grounding import normalise
-from annotator.labelling.near_duplicates import EMPTY, MIN_CHARS, Message, Recent, message, near_duplicate_of, whole_text
+from annotator.labelling.near_duplicates import EMPTY, MIN_CHARS, Message, Recent, message, near_duplicate_of
+from annotator.labelling.termination import bare_termination, is_termination
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
 from annotator.store.steps import get_step, iter_step_fields
@@ -40,16 +44,6 @@ MAX_CITED = 50
 NUDGE_LOOP = 3
 NUDGE_CHARS = 300
 
-_TERMINATION = re.compile(r"\bterminate\b|\bfinal answer\b|<\s*final[_ ]answer\s*>", re.IGNORECASE)
-#: Letters each match holds at a fixed distance from its start, with the letters it starts with:
-#: "nate" 5 into "terminate" after "ter", "nal an" or "nal_an" 2 into "final answer" after "f".
-#: None of them is i or s: IGNORECASE matches these letters with ASCII ones only (i also with ı
-#: and İ, s with ſ), so an ASCII-lowered copy of the text finds every match's start.
-_ANCHORS = ((b"nate", 5, b"ter"), (b"nal an", 2, b"f"), (b"nal_an", 2, b"f"))
-#: A termination word that is talked about rather than said: quoted, or what someone is told to
-#: reply with (AG2's Computer_terminal: 'let other participant reply me only with "TERMINATE"').
-_QUOTES = "\"'“”‘’`"
-_TOLD = re.compile(r"\b(?:reply|respond|answer|say|type|write|output|send)\b[^.\n]{0,40}$", re.IGNORECASE)
 _TURN_LIMIT = re.compile(
     r"max(imum)?[ _]?(number of )?(turns|rounds|iterations|steps)|turn limit|step limit|"
     r"(reached|exceeded|hit) the (maximum|limit)",
@@ -80,81 +74,42 @@ class Hit(BaseModel):
     reason: str
 
 
-def is_termination(text: str, folded: str | None = None) -> bool:
-    """Whether a message declares the task finished (a termination word said, not mentioned).
-
-    A text that is not ASCII counts only where its case folding (``folded``, the normalised text
-    where the caller has it) spells one of the words: casefold keeps a dotless ı, which
-    IGNORECASE matches with i. It is folded only once a match is found, which is rare.
-    """
-    if not text:
-        return False
-    for m in _termination_matches(text):
-        before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]
-        quoted = before.rstrip()[-1:] in _QUOTES and after.lstrip()[:1] in _QUOTES and before.strip()
-        if not quoted and not _TOLD.search(before):
-            if text.isascii():
-                return True
-            folded = text.casefold() if folded is None else folded
-            return "terminate" in folded or "final" in folded
-    return False
-
-
-def _termination_matches(text: str) -> Iterator[re.Match]:
-    """The matches ``_TERMINATION.finditer(text)`` gives, found without the scan.
-
-    A pattern that opens on ``\\b`` is tried at every character, and IGNORECASE over a text that
-    is not ASCII costs more again: this was the costliest test of a step. Every match's start is
-    found from its ``_ANCHORS`` in the text encoded to ASCII (one byte a character, so positions
-    are kept; other characters become ``?``) and lowercased, or, for ``<final_answer>``, at the
-    ``<`` before it and whitespace; the pattern is only tried there, in order, each start after
-    the end of the match before (as finditer does).
-    """
-    letters = text.encode("ascii", "replace").lower()
-    starts = set()
-    for anchor, offset, head in _ANCHORS:
-        at = letters.find(anchor, offset)
-        while at >= 0:
-            start = bracket = at - offset
-            if letters.startswith(head, start):
-                starts.add(start)
-                while bracket and text[bracket - 1].isspace():
-                    bracket -= 1
-                if bracket and text[bracket - 1] == "<":
-                    starts.add(bracket - 1)
-            at = letters.find(anchor, at + 1)
-    end = 0
-    for at in sorted(starts):
-        if at >= end and (m := _TERMINATION.match(text, at)):
-            end = m.end()
-            yield m
-
-
-def _bare_termination(m: Message, content: str) -> bool:
-    """Whether a message is a termination word alone (dots and spaces aside): a head longer than
-    that once stripped rules it out without reading the rest of a long message."""
-    core = m.text.strip(". ")
-    if not m.whole:
-        if len(core) >= MIN_CHARS:
-            return False
-        core = whole_text(m, content).strip(". ")
-    return _TERMINATION.fullmatch(core) is not None
-
-
 def _speaker(s: RuleStep) -> str:
     return s.agent or s.role or ""
 
 
+def _key(a: str, b: str) -> bytes:
+    """A digest of the pair ``(a, b)`` that every process computes alike: the parts of a long run
+    are scanned in worker processes and joined in the runner's, and ``hash`` is salted a process."""
+    return blake2b(f"{len(a)}:{a}{b}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
 class _Detector:
-    """A detector reads each step once (``feed``) and then says what it found (``result``)."""
+    """A detector reads each step once (``feed``) and then says what it found (``result``).
+
+    A long run may be scanned in parts, each by a detector of its own (``scan_part``): one whose
+    part is not the first is told so before its first step (``follows``), and each detector is
+    then given the next part's (``join``), after which its ``result`` is what one scan of both
+    parts in order would have found.
+    """
 
     name: str
 
     def __init__(self, task: str | None):
         self.task = task
+        self.later = False
 
     def feed(self, s: RuleStep, m: Message) -> None:
         """``m``: the step's content as ``near_duplicates.message`` read it, once for every detector."""
+        raise NotImplementedError
+
+    def follows(self, before: Callable[[], Iterable[RuleStep]]) -> None:
+        """This detector's part comes after the run's first steps; ``before()`` reads those, from
+        the run's first step, for a detector that needs them (as far as it needs)."""
+        self.later = True
+
+    def join(self, later: Self) -> None:
+        """Take in ``later``: the detector of the part right after this one's."""
         raise NotImplementedError
 
     def result(self) -> Hit | None:
@@ -162,16 +117,23 @@ class _Detector:
 
 
 class StepRepetition(_Detector):
-    """FM-1.3: the same tool call with the same arguments again, or an agent repeating a message."""
+    """FM-1.3: the same tool call with the same arguments again, or an agent repeating a message.
+
+    A later part keeps the first step of each call it makes, and the first ``LOOKBACK`` messages
+    of each speaker that repeat nothing within the part (with how many messages of the speaker
+    came before them in it): the part before may hold what they repeat.
+    """
 
     name = "step_repetition"
 
     def __init__(self, task: str | None):
         super().__init__(task)
-        self.calls: set[int] = set()
+        self.calls: set[bytes] = set()
         self.recent: dict[str, Recent] = {}
         self.repeats: list[int] = []
         self.n = 0
+        self.first_calls: dict[bytes, int] = {}
+        self.heads: dict[str, list[tuple[int, int, Message]]] = {}
 
     def _repeat(self, index: int) -> None:
         self.n += 1
@@ -181,20 +143,48 @@ class StepRepetition(_Detector):
     def feed(self, s: RuleStep, m: Message) -> None:
         if s.kind == "tool_call":
             if s.tool_name:
-                key = hash((s.tool_name, normalise(s.tool_args or s.content)))
+                key = _key(s.tool_name, normalise(s.tool_args or s.content))
                 if key in self.calls:
                     self._repeat(s.index)
                     return
                 self.calls.add(key)
+                if self.later:
+                    self.first_calls[key] = s.index
             return
-        if len(m.text) < MIN_CHARS or _bare_termination(m, s.content):
+        if len(m.text) < MIN_CHARS or bare_termination(m, s.content):
             return
-        recent = self.recent.get(_speaker(s))
+        speaker = _speaker(s)
+        recent = self.recent.get(speaker)
         if recent is None:
-            recent = self.recent[_speaker(s)] = Recent(LOOKBACK)
-        elif recent.repeated_by(m):
+            recent = self.recent[speaker] = Recent(LOOKBACK)
+        if recent.repeated_by(m):
             self._repeat(s.index)
+        elif self.later and len(recent.messages) < LOOKBACK:
+            self.heads.setdefault(speaker, []).append((len(recent.messages), s.index, m))
         recent.add(m)
+
+    def join(self, later: StepRepetition) -> None:
+        found = [index for key, index in later.first_calls.items() if key in self.calls]
+        self.calls |= later.calls
+        for speaker, heads in later.heads.items():
+            tail = self.recent.get(speaker)
+            if tail is None:
+                continue
+            for said, index, m in heads:  # the speaker's messages still in its window at m
+                window = Recent(LOOKBACK - said)
+                for old in tail.messages:
+                    window.add(old)
+                if window.repeated_by(m):
+                    found.append(index)
+        self.n += later.n + len(found)
+        self.repeats = sorted([*self.repeats, *later.repeats, *found])[:MAX_CITED]
+        for speaker, recent in later.recent.items():
+            earlier = self.recent.get(speaker)
+            if earlier is not None and len(recent.messages) < LOOKBACK:
+                recent = Recent(LOOKBACK)
+                for old in (*earlier.messages, *later.recent[speaker].messages):
+                    recent.add(old)
+            self.recent[speaker] = recent
 
     def result(self) -> Hit | None:
         if not self.n:
@@ -203,7 +193,11 @@ class StepRepetition(_Detector):
 
 
 class UnawareOfTermination(_Detector):
-    """FM-1.5: the run goes on after a termination signal, or it ran into a turn limit."""
+    """FM-1.5: the run goes on after a termination signal, or it ran into a turn limit.
+
+    A later part counts its steps that say something (and keeps the first few): all of them
+    continue after a signal the part before gave.
+    """
 
     name = "unaware_of_termination"
 
@@ -214,25 +208,44 @@ class UnawareOfTermination(_Detector):
         self.after: list[int] = []
         self.n_after = 0
         self.tail: deque[RuleStep] = deque(maxlen=3)
-        self.nudges: dict[int, list[int]] = {}  # hash of (speaker, text) -> its first indices
-        self.nudge_counts: dict[int, int] = {}
+        self.nudges: dict[bytes, list[int]] = {}  # key of (speaker, text) -> its first indices
+        self.nudge_counts: dict[bytes, int] = {}
+        self.said: list[int] = []
+        self.n_said = 0
 
     def feed(self, s: RuleStep, m: Message) -> None:
         self.tail.append(s)
         text = m.text
-        if self.first_signal is not None and text:
-            self.n_after += 1
-            if len(self.after) < 10:
-                self.after.append(s.index)
+        if text:
+            if self.first_signal is not None:
+                self.n_after += 1
+                if len(self.after) < 10:
+                    self.after.append(s.index)
+            if self.later:
+                self.n_said += 1
+                if len(self.said) < 10:
+                    self.said.append(s.index)
         if is_termination(s.content, text if m.whole else None):
             self.signals += 1
             if self.first_signal is None:
                 self.first_signal = s.index
         if text and m.whole and len(text) <= NUDGE_CHARS:
-            key = hash((_speaker(s), text))
+            key = _key(_speaker(s), text)
             count = self.nudge_counts[key] = self.nudge_counts.get(key, 0) + 1
             if count <= MAX_CITED + 1:
                 self.nudges.setdefault(key, []).append(s.index)
+
+    def join(self, later: UnawareOfTermination) -> None:
+        if self.first_signal is None:
+            self.first_signal, self.after, self.n_after = later.first_signal, later.after, later.n_after
+        else:
+            self.n_after += later.n_said
+            self.after = [*self.after, *later.said][:10]
+        self.signals += later.signals
+        self.tail.extend(later.tail)
+        for key, count in later.nudge_counts.items():
+            self.nudge_counts[key] = self.nudge_counts.get(key, 0) + count
+            self.nudges[key] = [*self.nudges.get(key, ()), *later.nudges[key]][: MAX_CITED + 1]
 
     def result(self) -> Hit | None:
         if self.first_signal is not None and (self.n_after >= 2 or self.signals >= 3):
@@ -252,7 +265,11 @@ class UnawareOfTermination(_Detector):
 
 
 class ConversationReset(_Detector):
-    """FM-2.1: the task is stated again from scratch in the middle of the run."""
+    """FM-2.1: the task is stated again from scratch in the middle of the run.
+
+    A later part reads the run's first steps up to its first message of ``MIN_CHARS`` (the
+    reference restated), usually a step or two.
+    """
 
     name = "conversation_reset"
 
@@ -264,18 +281,34 @@ class ConversationReset(_Detector):
         self.hits: list[int] = []
         self.n = 0
 
-    def feed(self, s: RuleStep, m: Message) -> None:
-        position, self.position = self.position, self.position + 1
-        if len(m.text) < MIN_CHARS:
-            return
-        if self.first is None:
+    def _first(self, s: RuleStep, m: Message) -> bool:
+        if self.first is None and len(m.text) >= MIN_CHARS:
             self.first = s.index
             self.references.append(m)
+            return True
+        return False
+
+    def feed(self, s: RuleStep, m: Message) -> None:
+        position, self.position = self.position, self.position + 1
+        if len(m.text) < MIN_CHARS or self._first(s, m):
             return
         if position >= 2 and near_duplicate_of(m, self.references):
             self.n += 1
             if len(self.hits) < MAX_CITED:
                 self.hits.append(s.index)
+
+    def follows(self, before: Callable[[], Iterable[RuleStep]]) -> None:
+        super().follows(before)
+        # the position counts only as far as 2: a restatement in the first two steps is the task
+        for s in before():
+            self.position += 1
+            self._first(s, message(s.content))
+            if self.first is not None and self.position >= 2:
+                break
+
+    def join(self, later: ConversationReset) -> None:
+        self.n += later.n
+        self.hits = [*self.hits, *later.hits][:MAX_CITED]
 
     def result(self) -> Hit | None:
         if not self.n:
@@ -295,6 +328,10 @@ class PrematureTermination(_Detector):
     def feed(self, s: RuleStep, m: Message) -> None:
         self.last = s
 
+    def join(self, later: PrematureTermination) -> None:
+        if later.last is not None:
+            self.last = later.last
+
     def result(self) -> Hit | None:
         last = self.last
         if last is None:
@@ -313,21 +350,43 @@ DETECTORS: dict[str, type[_Detector]] = {
     "FM-3.1": PrematureTermination,
 }
 
+#: Each mode's detector after a scan (of a run, or of a part of one).
+Scanned = dict[str, _Detector]
+
 
 def _rule_steps(steps: Iterable[Step]) -> Iterable[RuleStep]:
     for s in steps:
         yield RuleStep(s.index, s.agent, s.role, s.kind, s.content, s.tool_name, s.tool_args, s.link)
 
 
-def scan(steps: Iterable[RuleStep], task: str | None, detectors: dict[str, type[_Detector]]) -> dict[str, tuple[_Detector, Hit | None]]:
-    """Every detector over the steps in one pass: each mode's detector and what it found."""
+def scan_part(steps: Iterable[RuleStep], task: str | None, detectors: dict[str, type[_Detector]],
+              before: Callable[[], Iterable[RuleStep]] | None = None) -> Scanned:
+    """Every detector over the steps in one pass. ``before``: for a part of a run that is not its
+    first, what reads the steps ahead of it (see ``_Detector.follows``)."""
     running = {mode: cls(task) for mode, cls in detectors.items()}
+    if before is not None:
+        for d in running.values():
+            d.follows(before)
     feeds = [d.feed for d in running.values()]
     for s in steps:
         m = message(s.content) if s.content else EMPTY
         for feed in feeds:
             feed(s, m)
-    return {mode: (d, d.result()) for mode, d in running.items()}
+    return running
+
+
+def results(parts: Sequence[Scanned]) -> dict[str, tuple[_Detector, Hit | None]]:
+    """What one scan of the parts' steps in order finds: each mode's detector and its hit."""
+    first, *rest = parts
+    for part in rest:
+        for mode, d in first.items():
+            d.join(part[mode])
+    return {mode: (d, d.result()) for mode, d in first.items()}
+
+
+def scan(steps: Iterable[RuleStep], task: str | None, detectors: dict[str, type[_Detector]]) -> dict[str, tuple[_Detector, Hit | None]]:
+    """Every detector over the steps in one pass: each mode's detector and what it found."""
+    return results([scan_part(steps, task, detectors)])
 
 
 def _run(cls: type[_Detector]) -> Callable[[Sequence[Step], str | None], Hit | None]:
@@ -350,6 +409,10 @@ def _quote(content: str | None, tool_args: str | None) -> str:
     return text[:160]
 
 
+#: Steps a page when a part reads the steps ahead of it (a detector needs the first few).
+_BEFORE_PAGE = 64
+
+
 class RulesLabeller:
     """The detectors as a Labeller: verdicts only for the modes they cover.
 
@@ -364,18 +427,30 @@ class RulesLabeller:
         self.db = db
         self.needs_steps = db is None
 
-    def _steps(self, trajectory: Trajectory) -> Iterable[RuleStep]:
+    def _steps(self, trajectory: Trajectory, start: int = 0, stop: int | None = None, page: int = 5000) -> Iterable[RuleStep]:
+        """The steps ``start <= index < stop`` (to the last when ``stop`` is None)."""
         if self.db is None:
-            return _rule_steps(trajectory.steps)
-        return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS))
+            return _rule_steps(s for s in trajectory.steps if s.index >= start and (stop is None or s.index < stop))
+        return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS, page, start, stop))
 
     def verdicts(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
         return self.verdicts_for(trajectory, taxonomy.mode_ids)
 
     def verdicts_for(self, trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:
         """Verdicts for the detected modes among ``mode_ids`` (a taxonomy's, as a worker process gets them)."""
+        return self.verdicts_from(trajectory, [self.part(trajectory, mode_ids)])
+
+    def part(self, trajectory: Trajectory, mode_ids: Sequence[str], start: int | None = None,
+             stop: int | None = None) -> Scanned:
+        """The detected modes among ``mode_ids`` over the steps ``start <= index < stop`` (None:
+        from the first, to the last), for ``verdicts_from`` to join with the other parts."""
         wanted = {m: d for m, d in self.detectors.items() if m in mode_ids}
-        found = scan(self._steps(trajectory), trajectory.task, wanted)
+        before = None if start is None else (lambda: self._steps(trajectory, stop=start, page=_BEFORE_PAGE))
+        return scan_part(self._steps(trajectory, start or 0, stop), trajectory.task, wanted, before)
+
+    def verdicts_from(self, trajectory: Trajectory, parts: Sequence[Scanned]) -> list[ModeVerdict]:
+        """The verdicts of one scan of the parts of ``trajectory`` (``part``, in order of their steps)."""
+        found = results(parts)
         quotes = self._onset_quotes(trajectory, [hit.steps[0] for _, hit in found.values() if hit is not None])
         out = []
         for mode_id, (detector, hit) in found.items():

@@ -2,17 +2,19 @@
 
 The detectors are Python work on every character of every step, so one process uses one core
 however many trajectories a run has. ``PooledRules`` hands each trajectory to a pool of worker
-processes (one a core, each with its own read-only connection to the same database),
-which read its steps and run the detectors exactly as ``RulesLabeller`` does in process; the
-verdicts come back to the runner, which stays the only writer and stores each trajectory's
-labels in one transaction as before. An in-memory database (nothing to share) or one core
-runs them in process.
+processes (one a core, each with its own read-only connection to the same database, and
+SQLite's default page cache: a pass over the steps reuses no page), which read its steps and
+run the detectors exactly as ``RulesLabeller`` does in process; the verdicts come back to the
+runner, which stays the only writer and stores each trajectory's labels in one transaction as
+before. An in-memory database (nothing to share) or one core runs them in process.
 
 A run of one long trajectory would still be one core's work, so a trajectory of at least
-``SPLIT_STEPS`` steps is scanned twice at once, by two workers: one runs the near-duplicate
-detector (FM-1.3, about half of a scan), the other the rest. Each reads the steps and reads
-their text for itself (the detectors share nothing else), so the two together cost more CPU
-than one scan, and the run ends sooner.
+``SPLIT_STEPS`` steps is cut by position into ``PARTS_PER_WORKER`` parts a worker: each part is
+scanned by a worker of its own (reading only its steps, and a part after the first the run's
+first steps if a detector needs them), sends back its detectors' state, and the runner joins
+them in order (``rules._Detector.join``: what a part's first steps repeat or continue from the
+part before is settled there), which gives what one scan finds. More parts than workers keep
+both busy when one of them gets less of its core.
 
 The workers are started by a fork server (which has only imported the detectors), not forked
 from the runner: a fork would copy the runner's open SQLite connection (unsafe, sqlite.org's
@@ -38,22 +40,22 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from itertools import chain
 from types import TracebackType
 
 from sqlite_utils import Database
 
 from annotator.errors import RunInterrupted, StoreError
-from annotator.labelling.rules import RulesLabeller, _Detector
+from annotator.labelling.rules import RulesLabeller, Scanned, _Detector
 from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Trajectory
 from annotator.store import open_db_to_read
+from annotator.store.db import SINGLE_PASS_CACHE_KIB
 from annotator.taxonomy import Taxonomy
 
-#: Steps from which a trajectory's detectors are split over two workers.
+#: Steps from which a trajectory is scanned in parts, by several workers at once.
 SPLIT_STEPS = 50_000
-#: The modes of the first of the two scans of a long trajectory.
-HEAVY = ("FM-1.3",)
+#: The parts of such a trajectory, per worker.
+PARTS_PER_WORKER = 2
 
 #: The worker process's labeller, over its own connection (set by ``_start``), or why it has none.
 _worker: RulesLabeller | StoreError | None = None
@@ -67,7 +69,7 @@ def _start(path: str, detectors: dict[str, type[_Detector]]) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_end_with_runner, args=(multiprocessing.parent_process().sentinel,), daemon=True).start()
     try:
-        _worker = RulesLabeller(detectors, db=open_db_to_read(path))
+        _worker = RulesLabeller(detectors, db=open_db_to_read(path, SINGLE_PASS_CACHE_KIB))
     except StoreError as exc:
         _worker = exc
 
@@ -80,11 +82,19 @@ def _end_with_runner(sentinel: int) -> None:
     os._exit(1)
 
 
-def _verdicts(trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:
+def _labeller() -> RulesLabeller:
     if isinstance(_worker, StoreError):
         raise _worker
     assert _worker is not None
-    return _worker.verdicts_for(trajectory, mode_ids)
+    return _worker
+
+
+def _verdicts(trajectory: Trajectory, mode_ids: Sequence[str]) -> list[ModeVerdict]:
+    return _labeller().verdicts_for(trajectory, mode_ids)
+
+
+def _part(trajectory: Trajectory, mode_ids: Sequence[str], start: int | None, stop: int | None) -> Scanned:
+    return _labeller().part(trajectory, mode_ids, start, stop)
 
 
 def cores() -> int:
@@ -121,17 +131,18 @@ class PooledRules:
         if self.pool is None:
             self.pool = self._start_pool()
         loop = asyncio.get_running_loop()
-        groups = [taxonomy.mode_ids]
-        last = self.db.execute("SELECT max(idx) FROM steps WHERE trajectory_id = ?", [trajectory.id]).fetchone()[0]
-        if last is not None and last + 1 >= self.split_steps:
-            heavy = [m for m in taxonomy.mode_ids if m in HEAVY]
-            groups = [g for g in (heavy, [m for m in taxonomy.mode_ids if m not in heavy]) if g]
+        lo, hi = self.db.execute("SELECT min(idx), max(idx) FROM steps WHERE trajectory_id = ?",
+                                 [trajectory.id]).fetchone()
         try:
-            found = await asyncio.gather(*(loop.run_in_executor(self.pool, _verdicts, trajectory, g) for g in groups))
+            if hi is None or hi - lo + 1 < self.split_steps:
+                return await loop.run_in_executor(self.pool, _verdicts, trajectory, taxonomy.mode_ids)
+            n = self.workers * PARTS_PER_WORKER
+            cuts = [lo + (hi - lo + 1) * k // n for k in range(1, n)]
+            parts = await asyncio.gather(*(loop.run_in_executor(self.pool, _part, trajectory, taxonomy.mode_ids, start, stop)
+                                           for start, stop in zip([None, *cuts], [*cuts, None])))
         except BrokenProcessPool:
             raise RunInterrupted("a rules worker process ended unexpectedly (killed, or out of memory)") from None
-        order = {m: i for i, m in enumerate(self.local.detectors)}
-        return sorted(chain.from_iterable(found), key=lambda v: order[v.mode_id])
+        return self.local.verdicts_from(trajectory, parts)
 
     def _start_pool(self) -> ProcessPoolExecutor:
         """The workers, forked by a server that has imported the detectors, so they start at once."""

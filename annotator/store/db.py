@@ -44,6 +44,8 @@ _POLL_S = 0.002
 #: index in one transaction per file; with the default cache the FTS segments and b-tree pages
 #: are flushed and re-read constantly, and a MAD-sized import takes twice as long.
 CACHE_KIB = 64 * 1024
+#: SQLite's default page cache in KiB, for a reader that passes over the rows once.
+SINGLE_PASS_CACHE_KIB = 2000
 
 def _refused(db: sqlite_utils.Database, exc: sqlite3.DatabaseError) -> StoreError:
     """The ``StoreError`` a write ends in: the file, why, what to do; nothing of it was written."""
@@ -87,16 +89,17 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     return db
 
 
-def open_db_to_read(path: str | Path) -> sqlite_utils.Database:
+def open_db_to_read(path: str | Path, cache_kib: int = CACHE_KIB) -> sqlite_utils.Database:
     """Open the existing database at ``path`` only to read (SQLite's ``mode=ro``), for a process
     that must never take the write lock: no WAL switch, no migration (whoever opened it to
     write did both). A file that cannot be read fails here, as a ``StoreError``, not at the
-    first query."""
+    first query. ``cache_kib``: its page cache (a reader that passes over the rows once reuses
+    no page, and needs no more than SQLite's default, ``SINGLE_PASS_CACHE_KIB``)."""
     try:
         conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True,  # quoted: ?, # and %
                                timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        conn.execute(f"PRAGMA cache_size = -{cache_kib}")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         raise StoreError(database_trouble(path, exc)) from exc

@@ -95,8 +95,10 @@ def step_previews(db: Database, traj_id: str, start: int = 0, limit: int = 200) 
     ]
 
 
-def iter_step_fields(db: Database, traj_id: str, fields: tuple[str, ...], page: int = 5000) -> Iterator[tuple]:
-    """The named ``Step`` fields of every step in order, as plain tuples, a page at a time.
+def iter_step_fields(db: Database, traj_id: str, fields: tuple[str, ...], page: int = 5000, start: int = 0,
+                     stop: int | None = None) -> Iterator[tuple]:
+    """The named ``Step`` fields of every step in order (those with ``start <= index < stop``,
+    to the last when ``stop`` is None), as plain tuples, a page at a time.
 
     For whole-run scans (the rule detectors) of trajectories too long to hold as models: memory
     stays at one page, and only the columns asked for are read (never ``raw``). ``fields`` must
@@ -104,11 +106,11 @@ def iter_step_fields(db: Database, traj_id: str, fields: tuple[str, ...], page: 
     """
     at = fields.index("index")
     columns = ", ".join(STEP_COLUMNS.get(f, f) for f in fields)
-    start = 0
+    end = 2**63 - 1 if stop is None else stop
     while True:
         rows = db.execute(
-            f"SELECT {columns} FROM steps WHERE trajectory_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
-            [traj_id, start, page],
+            f"SELECT {columns} FROM steps WHERE trajectory_id = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?",
+            [traj_id, start, end, page],
         ).fetchall()
         if not rows:
             return

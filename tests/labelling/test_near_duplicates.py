@@ -8,7 +8,7 @@ import re
 
 from annotator.labelling.grounding import normalise
 from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
-from annotator.labelling.rules import _ANCHORS, _TERMINATION, _termination_matches, is_termination
+from annotator.labelling.termination import _ANCHORS, _TERMINATION, _termination_matches, is_termination
 
 #: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
 CRAFTED = [
