@@ -3,7 +3,6 @@ of source, and every value comes back exactly (floats to the last digit, hostile
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 
 import orjson
@@ -142,26 +141,24 @@ def _rules(names):
             export_lines.Finished(names[1], all_of=["FM-1.3", "FM-2.2"])]
 
 
-@pytest.mark.parametrize("run", [(None, None), ("t03", "t09"), ("t05", None)])
 @pytest.mark.parametrize("analyzed", [False, True])
 @pytest.mark.parametrize("flt", FILTERS)
-def test_the_export_query_reads_the_trajectories_by_their_id_with_no_sort_before_the_lines(sources, flt, analyzed, run):
+def test_the_export_query_reads_the_trajectories_by_their_id_with_no_sort_before_the_lines(sources, flt, analyzed):
     """Before SQLite 3.44 ``group_concat`` takes its rows in the order the loops give them: the
     trajectories outermost by the primary key's index (whatever name SQLite gave it), then the
     sources, then each source's labels, and no temporary B-tree re-sorting rows for the GROUP BY
-    or the ORDER BY in between; with the planner's statistics gathered (ANALYZE) as without, over
-    all the trajectories or a run of their ids."""
+    or the ORDER BY in between; with the planner's statistics gathered (ANALYZE) as without."""
     db, names = sources
     if analyzed:
         db.execute("ANALYZE")
-    sql, params = export_lines.export_query(_rules(names), TAX.mode_ids, flt, ordered=False, run=run)
+    sql, params = export_lines.export_query(_rules(names), TAX.mode_ids, flt, ordered=False)
     assert "INDEXED BY" not in sql
     plan = [r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall() if r[1] == 0]
     assert not [step for step in plan if "TEMP B-TREE" in step], plan
     (primary,) = [r[1] for r in db.execute("PRAGMA index_list(trajectories)").fetchall() if r[3] == "pk"]
     loops = [step for step in plan if step.startswith(("SCAN", "SEARCH"))]
     assert [step.split()[1] for step in loops] == ["t", "src", "s", "l"], plan
-    assert loops[0].startswith((f"SCAN t USING INDEX {primary}", f"SEARCH t USING INDEX {primary} (id")), plan
+    assert loops[0].startswith((f"SCAN t USING INDEX {primary}", f"SEARCH t USING INDEX {primary} (id=?)")), plan
 
 
 @pytest.mark.parametrize("flt", FILTERS)
@@ -180,27 +177,3 @@ def test_a_group_concat_told_the_order_writes_the_same_bytes(sources, flt):
             assert b"".join(r[0] for r in rows) == pinned, ordered
     finally:
         newer.close()
-
-
-@pytest.mark.parametrize("flt", [None, TrajectoryFilter(system="S1"), TrajectoryFilter(ids=["t03", "t01", "t09"])])
-def test_runs_of_ids_read_by_two_connections_write_the_same_bytes(sources, flt, monkeypatch):
-    """A database in a file is read a run of ids at a time by two threads of their own; the lines
-    come in the same order, the same bytes as one query over all of it gives."""
-    db, names = sources
-    whole = export.render(db, "jsonl", names, TAX, flt)
-    assert export_lines._runs(db) == [(None, None)]  # twelve trajectories: one run
-    monkeypatch.setattr(export_lines, "CHUNK", 5)
-    assert export_lines._runs(db) == [(None, "t05"), ("t05", "t10"), ("t10", None)]
-    assert export.render(db, "jsonl", names, TAX, flt) == whole
-    monkeypatch.setattr(export_lines, "CHUNK", 1)
-    assert export.render(db, "jsonl", names, TAX, flt) == whole
-
-
-def test_an_export_stopped_early_ends_its_readers(sources, monkeypatch):
-    db, names = sources
-    monkeypatch.setattr(export_lines, "CHUNK", 2)
-    before = threading.active_count()
-    lines = export_lines.export_lines(db, _rules(names), TAX.mode_ids, TrajectoryFilter())
-    assert next(lines)
-    lines.close()
-    assert threading.active_count() == before

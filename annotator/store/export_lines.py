@@ -20,27 +20,17 @@ in that order instead (trajectories by the primary key's index, which also serve
 BY`` on their id, then sources, then each source's labels by the index that leads with it) so
 that it receives them so, with no sort between the loops and the aggregate (the tests read the
 plan).
-
-The query is SQLite's work alone, done outside the GIL, so a database in a file is read by two
-connections of its own at once: the trajectories cut by id into runs of ``CHUNK``, each run one
-query, taken in turn by two threads and written in id order, at most two runs' lines held at a
-time. Each run reads the state of the file when it starts, as the report's parallel reads do.
 """
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
-import threading
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 from sqlite_utils import Database
 
 from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION
-from annotator.store.db import open_db_to_read
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -138,23 +128,13 @@ def _finished(k: int, rule: Finished) -> tuple[str, list]:
     return f"WHEN {k} THEN {sql}", params
 
 
-#: A run of trajectory ids: from the first (None: the start) up to, not including, the second
-#: (None: the end).
-Run = tuple[str | None, str | None]
-
-
 def export_query(sources: Sequence[Finished], mode_ids: Sequence[str], flt: TrajectoryFilter,
-                 ordered: bool = ORDERED, run: Run = (None, None)) -> tuple[str, list]:
+                 ordered: bool = ORDERED) -> tuple[str, list]:
     """The query :func:`export_lines` runs and its parameters; ``ordered``: ``group_concat`` is
-    told the order of a trajectory's lines (SQLite 3.44 and later), rather than given them in it;
-    ``run``: only the trajectories of that run of ids."""
+    told the order of a trajectory's lines (SQLite 3.44 and later), rather than given them in it."""
     names = ", ".join("(?, ?)" for _ in sources)
     cases = [_finished(k, rule) for k, rule in enumerate(sources)]
     cells, params = _cells(mode_ids, flt)
-    for op, bound in zip((">=", "<"), run, strict=True):
-        if bound is not None:
-            cells += f" AND t.id {op} ?"
-            params.append(bound)
     sql = (
         f"WITH src(k, name) AS (VALUES {names})"
         f" SELECT {_lines(ordered)}{cells} AND CASE src.k {' '.join(c for c, _ in cases)} END"
@@ -164,60 +144,11 @@ def export_query(sources: Sequence[Finished], mode_ids: Sequence[str], flt: Traj
                  *(p for _, ps in cases for p in ps)]
 
 
-#: Trajectories (published ones, whether the filter takes them or not) in a run read by one
-#: query: two runs' lines at most are held at a time.
-CHUNK = 2000
-#: Connections reading runs at once: SQLite's work takes a core each.
-READERS = 2
-
-
-def _runs(db: Database) -> list[Run]:
-    """The published trajectories cut by id into runs of ``CHUNK``, in id order; one pass over
-    the id's index."""
-    cuts = [r[0] for r in db.execute(
-        "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM trajectories WHERE pending IS NULL)"
-        " WHERE n % ? = 1 AND n > 1", [CHUNK])]
-    return list(zip([None, *cuts], [*cuts, None], strict=True))
-
-
 def export_lines(db: Database, sources: Sequence[Finished], mode_ids: Sequence[str], flt: TrajectoryFilter) -> Iterator[bytes]:
     """The JSONL lines (each ending in a newline) of the current verdicts of ``sources`` on
-    ``mode_ids``, on the filter's trajectories each source has finished, a block of whole
-    trajectories at a time, in trajectory order; a trajectory's sources in the order given,
-    each source's modes in order."""
-    path = db.execute("PRAGMA database_list").fetchone()[2]
-    runs = _runs(db) if path else []
-    if len(runs) < 2:  # a database in memory is read on its own connection
-        cursor = db.execute(*export_query(sources, mode_ids, flt))
-        while rows := cursor.fetchmany(FETCH):
-            yield b"".join([r[0] for r in rows])
-        return
-    readers: list[Database] = []
-    local = threading.local()
-
-    def read(run: Run) -> bytes:
-        reader = getattr(local, "db", None)
-        if reader is None:
-            reader = local.db = open_db_to_read(path)
-            reader.execute("PRAGMA cache_size = -2000")  # SQLite's default: one pass reuses no page
-            readers.append(reader)
-        return b"".join([r[0] for r in reader.execute(*export_query(sources, mode_ids, flt, run=run))])
-
-    pool = ThreadPoolExecutor(max_workers=READERS)
-    later = iter(runs[READERS:])
-    reading = deque(pool.submit(read, run) for run in runs[:READERS])
-    try:
-        while reading:
-            block = reading.popleft().result()
-            for run in itertools.islice(later, 1):
-                reading.append(pool.submit(read, run))
-            if block:
-                yield block
-    finally:  # also when the caller stops early: the runs under way are interrupted, not waited for
-        for pending in reading:
-            pending.cancel()
-        for reader in readers:
-            reader.conn.interrupt()
-        pool.shutdown(wait=True)
-        for reader in readers:
-            reader.close()
+    ``mode_ids``, on the filter's trajectories each source has finished: one value per
+    trajectory, in trajectory order; a trajectory's sources in the order given, each source's
+    modes in order."""
+    cursor = db.execute(*export_query(sources, mode_ids, flt))
+    while rows := cursor.fetchmany(FETCH):
+        yield b"".join([r[0] for r in rows])
