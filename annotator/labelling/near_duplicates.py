@@ -41,8 +41,10 @@ SKETCH_CHARS = 200
 #: Shortest clause that counts as shared (shorter ones recur in unrelated messages).
 CLAUSE_CHARS = 12
 #: A clause that counts: a run of at least ``CLAUSE_CHARS`` characters between punctuation
-#: (found in one pass of the regex engine, the shorter runs never made into strings).
-_CLAUSE = re.compile(r"[^.!?;:,)(\]\[{}|]{%d,}" % CLAUSE_CHARS)
+#: (in a text beyond ASCII, found in one pass of the regex engine; see ``_clauses``).
+_PUNCTUATION = ".!?;:,)(][{}|"
+_CLAUSE = re.compile(r"[^%s]{%d,}" % (re.escape(_PUNCTUATION), CLAUSE_CHARS))
+_CUT = bytes.maketrans(_PUNCTUATION.encode(), b"|" * len(_PUNCTUATION))
 #: Raw characters normalised first to find a head (twice as many again while they fold to fewer
 #: than ``COMPARED_CHARS``: a text heavy with whitespace).
 _RAW_HEAD = COMPARED_CHARS + COMPARED_CHARS // 10
@@ -81,7 +83,7 @@ def message(content: str) -> Message:
     text = text[:COMPARED_CHARS]
     if len(text) < SKETCH_CHARS:
         return Message(text, whole, None, 0, None)
-    clauses = frozenset(_CLAUSE.findall(text))
+    clauses = _clauses(text)
     if not clauses:
         return Message(text, whole, clauses, 0, None)
     total = sum(map(len, clauses))
@@ -92,6 +94,15 @@ def message(content: str) -> Message:
         if 2 * covered > total:
             break
     return Message(text, whole, clauses, total, tuple(longest[:n]))
+
+
+def _clauses(text: str) -> frozenset[str]:
+    """The distinct clauses of ``text``; of an ASCII text, found as bytes: its punctuation made one
+    byte in one table and split at, the clauses decoded (a regex tries every position)."""
+    if text.isascii():
+        cut = text.encode("ascii").translate(_CUT).split(b"|")
+        return frozenset([c.decode("ascii") for c in cut if len(c) >= CLAUSE_CHARS])
+    return frozenset(_CLAUSE.findall(text))
 
 
 def whole_text(m: Message, content: str) -> str:
@@ -160,9 +171,11 @@ class Recent:
         if not m.clauses:
             return any(map(partial(_close, m), self.by_length[lo:hi]))
         # a long window holds dozens of candidates, most of which fail the first test: it is made
-        # here, once a pair, and those that pass go on to the rest of _close
+        # here (``_no_key_shared`` inlined), and those that pass go on to the rest of _close
+        clauses, keys, chars = m.clauses, m.keys, m.clause_chars
         for other in self.by_length[lo:hi]:
-            if other.clauses and _no_key_shared(m, other):
+            if other.clauses and (other.clauses.isdisjoint(keys) if chars <= other.clause_chars
+                                  else clauses.isdisjoint(other.keys)):
                 continue
             if _close_sharing_keys(m, other):
                 return True

@@ -13,8 +13,8 @@ front of every request and learns the limit from what the server says:
   out. Once a limit is known (from those headers, or ``--rpm`` / ``--tpm``) the buckets pace the
   run and the window of requests in flight opens to ``--concurrency``. Where nothing names a
   limit the window goes on from ``INITIAL_WINDOW`` and grows by one per answer (slow start: it
-  doubles each round trip, as TCP's does from its initial window, RFC 6928); opening it one
-  request at a time from one cost a bulk run a second at 200 ms a round trip. A 429 (with
+  doubles each round trip, as TCP's does from its initial window, RFC 6928); from one it took
+  six round trips to reach 64 in flight, a second of a 1,000-request run at 200 ms. A 429 (with
   ``Retry-After`` where given) pauses everyone for that long and halves the window, after which
   every answer widens it by ``1/window`` (additive increase, multiplicative decrease, as TCP
   does); never beyond ``--concurrency``;

@@ -39,6 +39,18 @@ def test_message_reads_the_normalised_head_and_its_clauses(shared_data):
             assert 2 * sum(map(len, m.keys)) > m.clause_chars and set(m.keys) <= split
 
 
+def test_normalise_folds_ascii_as_str_split_and_casefold_do(shared_data):
+    """The ASCII path (bytes, one table) gives what the plain computation gives, including the
+    control characters str.split takes for whitespace."""
+    rng = random.Random(5)
+    pieces = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x00", "\x7f", "A",
+              "Zebra", "word", "é", "\xa0"]
+    texts = CRAFTED + who_and_when_texts(shared_data)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 20))) for _ in range(5000)]
+    for text in texts:
+        assert normalise(text) == " ".join(text.split()).casefold(), repr(text)
+
+
 def test_termination_words_are_found_where_the_regex_scan_finds_them(shared_data):
     rng = random.Random(7)
     pieces = ["<", " ", "\n", "\xa0", "\u2003", "final", " answer", "_answer", "terminate", "FINAL", "TERMINATE", "Nate",
