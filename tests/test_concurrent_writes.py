@@ -180,7 +180,7 @@ def test_a_replaced_version_gives_its_steps_ids_of_the_real_trajectory(seeded):
     under a shadow row must not publish steps named after that row."""
     from annotator.models import Step, Trajectory
     from annotator.store import staging
-    from annotator.store.db import Batches
+    from annotator.store.step_index import IndexedBatches
 
     def version(word: str) -> Trajectory:
         return Trajectory(id="plain", source_format="openai_chat", content_hash=word,
@@ -188,7 +188,7 @@ def test_a_replaced_version_gives_its_steps_ids_of_the_real_trajectory(seeded):
 
     for word in ("first", "second"):
         token = staging.start(seeded, "test")
-        with Batches(seeded) as batches:
+        with IndexedBatches(seeded) as batches:
             _, shadow = staging.stage_trajectory(seeded, version(word), token, batches)
         staging.publish(seeded, token, [(shadow, "plain")] if shadow else [], [])
     rows = seeded.execute("SELECT id, content FROM steps WHERE trajectory_id = 'plain' ORDER BY idx").fetchall()

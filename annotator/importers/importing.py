@@ -37,7 +37,8 @@ from annotator.importers.registry import detect, dir_importer, registry
 from annotator.importers.streaming import stage_streamed
 from annotator.models import Attribution
 from annotator.store import sources, staging
-from annotator.store.db import HOLD_S, Batches
+from annotator.store.db import HOLD_S
+from annotator.store.step_index import IndexedBatches
 from annotator.store.label_merge import new_or_changed
 from annotator.store.trajectories import save_stubs
 
@@ -306,7 +307,7 @@ def _stage_file(db: Database, path: Path, importer: Importer, opts: ImportOption
                 token: str, source: _Source | None) -> None:
     """Write the file's records unseen in short transactions, then publish them at once."""
     staged = _Staged(db, token, result)
-    with Batches(db) as batches, record_values(path):
+    with IndexedBatches(db) as batches, record_values(path):
         batches.commit()  # no lock until there is something to write
         gathered: list[ImportedRecord] = []
         n_steps, since = 0, monotonic()
@@ -350,7 +351,7 @@ class _Staged:
         self.hashes: dict[str, str] = {}  # id: content hash of each trajectory staged whole
         self.status: dict[str, str] = {}  # id: what publishing makes of each trajectory staged whole
 
-    def write(self, gathered: list[ImportedRecord], batches: Batches) -> None:
+    def write(self, gathered: list[ImportedRecord], batches: IndexedBatches) -> None:
         """Stage ``gathered`` (emptied) in order, in one transaction unless it takes longer than
         ``HOLD_S``; committed before the next records are parsed."""
         if not gathered:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from annotator.importers.line_search import first_line_match, line_matches
 from annotator.models import Step
 
 Splitter = Callable[[str], list[Step]]
@@ -91,7 +92,8 @@ def split_blocks(text: str) -> Split:
 
 
 def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str], str], dict]) -> list[Step]:
-    """Split ``text`` at every match of ``pattern``; ``make(match, block)`` gives the step's fields.
+    """Split ``text`` at every match of the line-anchored ``pattern``; ``make(match, block)``
+    gives the step's fields from the match's named groups (see ``line_search``).
 
     The text before the first match becomes a ``log`` step (unless it is only a ``-----`` rule);
     every block keeps its text whole (trailing rules and blank lines aside). A block ``make``
@@ -99,15 +101,15 @@ def split_on(pattern: re.Pattern[str], text: str, make: Callable[[re.Match[str],
     :class:`Split`) under that reason.
     """
     steps = Split()
-    matches = list(pattern.finditer(text))
+    matches = line_matches(pattern, text)
     if not matches:
         return steps
-    preamble = text[: matches[0].start()].strip("\n")
+    preamble = text[: matches[0][0]].strip("\n")
     if preamble.strip(" \t\n-"):
         steps.append(Step(index=0, id="preamble", kind="log", content=preamble))
-    for n, m in enumerate(matches):
-        end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
-        block = _trim_rules(text[m.start() : end])
+    ends = [start for start, _ in matches[1:]] + [len(text)]
+    for n, ((start, m), end) in enumerate(zip(matches, ends, strict=True)):
+        block = _trim_rules(text[start:end])
         fields = {"kind": "message", **make(m, block)}
         if "drop" in fields:
             steps.dropped[fields["drop"]] += 1
@@ -208,7 +210,7 @@ def log_facts(text: str, system: str | None) -> dict[str, str]:
     of its first phase's parameter table; the CONTENT of MetaGPT's UserRequirement message."""
     facts = _FACTS.get(_key(system or ""), {})
     head = text[:GUESS_CHARS]
-    return {k: m["v"].strip() for k, rx in facts.items() if (m := rx.search(head))}
+    return {k: m["v"].strip() for k, rx in facts.items() if (m := first_line_match(rx, head))}
 
 
 @splitter("ChatDev", marker=r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO\] ")
@@ -255,7 +257,7 @@ _METAGPT_SPEAKER = re.compile(r"^(?P<who>[A-Z][A-Za-z]+):[ \t]*(?:\n|$|\S)", re.
 
 @splitter("MetaGPT", marker=r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] (?:FROM: |NEW MESSAGES:)|\| metagpt\.")
 def split_metagpt(text: str) -> list[Step]:
-    if _METAGPT_COMM.search(text):
+    if first_line_match(_METAGPT_COMM, text) is not None:
         return split_on(_METAGPT_COMM, text, _metagpt_comm)
     return split_on(_METAGPT_LOGURU, text, _metagpt_loguru)
 

@@ -21,12 +21,12 @@ from annotator.importers.accounting import Checks
 from annotator.importers.base import ContentHash, ImportedRecord, StreamedRecord, ToolLinks, source_labels_hash
 from annotator.models import Step
 from annotator.store import staging
-from annotator.store.db import Batches
+from annotator.store.step_index import IndexedBatches
 from annotator.store.trajectories import STEP_CHUNK, SaveResult, set_links, write_steps
 
 
 def stage_streamed(db: Database, streamed: StreamedRecord, token: str, source_format: str,
-                   batches: Batches) -> tuple[ImportedRecord, SaveResult, str | None]:
+                   batches: IndexedBatches) -> tuple[ImportedRecord, SaveResult, str | None]:
     """Write ``streamed`` unseen a chunk at a time; (its record, what publishing will make of
     it, the shadow id of a changed one), as ``staging.stage_trajectory`` answers for a whole one."""
     provisional = staging.open_stream(db, token, source_format)
@@ -43,7 +43,7 @@ def stage_streamed(db: Database, streamed: StreamedRecord, token: str, source_fo
             if step.agent:
                 agents.add(step.agent)
         written = _link_back(chunk, first, links)
-        write_steps(db, provisional, chunk, between=batches.point)
+        write_steps(db, provisional, chunk, batches)
         set_links(db, provisional, written)
         n += len(chunk)
     rec = streamed.rest()

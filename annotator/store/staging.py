@@ -6,8 +6,8 @@ fraction of a second (``db.Batches``) into rows that no reader sees, and publish
 one last short transaction:
 
 - a new trajectory is written with ``trajectories.pending`` set to the import's token (every
-  reader of the store selects ``pending IS NULL`` only), its steps and their index a chunk at
-  a time;
+  reader of the store selects ``pending IS NULL`` only), its steps a chunk at a time, their
+  full-text rows at each commit (``store.step_index``);
 - a changed trajectory's new version is written the same way under a shadow id, and publishing
   moves it under the real id (the trajectory's labels and reviews stay);
 - the file's labels wait in a temporary table of the connection (``staged_labels``), its
@@ -36,7 +36,9 @@ from sqlite_utils import Database
 from annotator.errors import AnnotatorError
 from annotator.models import Attribution, Label, Trajectory, utcnow
 from annotator.store.attributions import save_attribution
+from annotator.store.binding import bound
 from annotator.store.db import Batches, write
+from annotator.store.step_index import IndexedBatches
 from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
 from annotator.store.trajectories import (
     SaveResult,
@@ -122,7 +124,8 @@ def _claims(db: Database, traj_id: str, token: str) -> tuple[str | None, str | N
     return visible, own
 
 
-def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
+def stage_trajectory(db: Database, traj: Trajectory, token: str,
+                     batches: IndexedBatches) -> tuple[SaveResult, str | None]:
     """Write ``traj`` unseen; (what publishing will make of it, the shadow id of a changed one).
 
     Re-importing identical content is "unchanged" and writes nothing; a trajectory that comes
@@ -134,11 +137,11 @@ def stage_trajectory(db: Database, traj: Trajectory, token: str, batches: Batche
         return "unchanged", None
     target = shadow_id(token, traj.id) if visible is not None else traj.id
     if own is not None:
-        delete_steps(db, own)
+        delete_steps(db, own, batches)
     values = trajectory_values(traj, len(traj.steps))
     values[0] = target
     upsert_trajectory(db, values, pending=token)
-    write_steps(db, target, traj.steps, between=batches.point)
+    write_steps(db, target, traj.steps, batches)
     if visible is not None:
         return "updated", target
     return ("updated" if own is not None else "imported"), None
@@ -153,16 +156,16 @@ def open_stream(db: Database, token: str, source_format: str) -> str:
 
 
 def close_stream(db: Database, provisional: str, traj: Trajectory, n_steps: int, agents: Iterable[str],
-                 raw_file: Path, token: str, batches: Batches) -> tuple[SaveResult, str | None]:
+                 raw_file: Path, token: str, batches: IndexedBatches) -> tuple[SaveResult, str | None]:
     """Finish a streamed trajectory whose steps are under ``provisional``, as
     :func:`stage_trajectory` would have written ``traj`` (same outcomes, same shadow rule);
     its raw original is ``raw_file``'s bytes, compressed as they are read."""
     visible, own = _claims(db, traj.id, token)
     if own is None and visible == traj.content_hash:
-        _drop(db, provisional)
+        _drop(db, provisional, batches)
         return "unchanged", None
     if own is not None:
-        _drop(db, own)  # an earlier record of this file with the same id: the later one wins
+        _drop(db, own, batches)  # an earlier record of this file with the same id: the later one wins
     values = trajectory_values(traj, n_steps, agents)
     if visible is not None:
         target = shadow_id(token, traj.id)  # published as a changed trajectory's new version
@@ -171,16 +174,16 @@ def close_stream(db: Database, provisional: str, traj: Trajectory, n_steps: int,
         target = traj.id
         upsert_trajectory(db, values, pending=token)
     move_steps(db, provisional, target, between=batches.point)
-    _drop(db, provisional)
+    _drop(db, provisional, batches)
     write_raw_file(db, target, raw_file, between=batches.point)
     if visible is not None:
         return "updated", target
     return ("updated" if own is not None else "imported"), None
 
 
-def _drop(db: Database, traj_id: str) -> None:
-    """Remove a row this import staged, with its steps."""
-    delete_steps(db, traj_id)
+def _drop(db: Database, traj_id: str, batches: IndexedBatches | None = None) -> None:
+    """Remove a row this import staged, with its steps (``batches``: those it is writing in)."""
+    delete_steps(db, traj_id, batches)
     db.execute("DELETE FROM trajectories WHERE id = ?", [traj_id])
 
 
@@ -199,19 +202,10 @@ def stage_labels(db: Database, labels: Iterable[Label]) -> int:
     return stage_label_rows(db, [label_row(lab) for lab in labels])
 
 
-#: What a None of a label row is bound as: SQLite stores a NaN as NULL
-#: (``sqlite3_bind_double``), and Python's sqlite3 binds a float at once where a None goes
-#: through its adapter lookup first, which costs several times more: a label row has eight or
-#: so, and an export hundreds of thousands of rows. Hashable, so the swap is one ``map``.
-_BOUND = {None: float("nan")}
-
-
 def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
     """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
     marks = ", ".join("?" for _ in LABEL_COLUMNS.split(","))
-    bound = _BOUND.get
-    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})",
-                        (tuple(map(bound, row, row)) for row in rows))
+    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", map(bound, rows))
     return len(rows)
 
 

@@ -14,18 +14,22 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import Step, Trajectory
 from annotator.store._json import dumps
+from annotator.store.binding import bound
 from annotator.store.db import write
 from annotator.store.rows import decode, decode_one, json_columns, select
 from annotator.store.search import fts_query
 from annotator.store.steps import STUB_HASH, get_steps
 from annotator.views import TrajectoryFilter, TrajectorySummary
+
+if TYPE_CHECKING:
+    from annotator.store.step_index import IndexedBatches
 
 SaveResult = Literal["imported", "updated", "unchanged"]
 
@@ -57,15 +61,21 @@ def save_trajectory(db: Database, traj: Trajectory) -> SaveResult:
 STEP_CHUNK = 200
 
 
-def write_steps(db: Database, traj_id: str, steps: Sequence[Step], between: Callable[[], None] | None = None) -> None:
-    """Insert the steps of ``traj_id`` and their full-text rows, ``STEP_CHUNK`` at a time;
-    ``between`` runs after each chunk (where an import may commit and let others write)."""
+def write_steps(db: Database, traj_id: str, steps: Sequence[Step], batches: IndexedBatches | None = None) -> None:
+    """Insert the steps of ``traj_id`` and their full-text rows, ``STEP_CHUNK`` at a time. An
+    import gives its ``batches``: each chunk is a point where it may commit (``batches.point``),
+    and the full-text rows are written at the commit (``store.step_index``)."""
     for start in range(0, len(steps), STEP_CHUNK):
-        before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
-        db.conn.executemany(_INSERT_STEP, (_step_row(traj_id, s) for s in steps[start:start + STEP_CHUNK]))
-        db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?", [before])
-        if between is not None:
-            between()
+        if batches is not None:
+            batches.before_steps()
+        else:
+            before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+        db.conn.executemany(_INSERT_STEP, (bound(_step_row(traj_id, s)) for s in steps[start:start + STEP_CHUNK]))
+        if batches is not None:
+            batches.point()
+        else:
+            db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?",
+                       [before])
 
 
 def set_links(db: Database, traj_id: str, links: Iterable[tuple[int, int]]) -> None:
@@ -225,7 +235,11 @@ def _step_row(traj_id: str, s: Step) -> tuple:
     )
 
 
-def delete_steps(db: Database, traj_id: str) -> None:
+def delete_steps(db: Database, traj_id: str, batches: IndexedBatches | None = None) -> None:
+    """Remove the steps of ``traj_id`` and their full-text rows; an import's ``batches`` index
+    what they wrote first (the rows to remove must be in the index)."""
+    if batches is not None:
+        batches.catch_up()
     db.execute(
         "INSERT INTO steps_fts(steps_fts, rowid, content)"
         " SELECT 'delete', rowid, content FROM steps WHERE trajectory_id = ?",
