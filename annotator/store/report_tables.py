@@ -22,7 +22,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
-from annotator.store.db import open_db_to_read
+from annotator.store.db import SINGLE_PASS_CACHE_KIB, open_db_to_read
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -310,8 +310,7 @@ def verdict_rows_many(
         return VerdictReads(annotators, jobs, None, rows)
 
     def run(job: tuple[str, str | None, str | None], connections: list) -> Verdicts:
-        reader = open_db_to_read(path)
-        reader.execute("PRAGMA cache_size = -2000")  # SQLite's default: one pass over the cells reuses no page
+        reader = open_db_to_read(path, SINGLE_PASS_CACHE_KIB)  # one pass over the cells reuses no page
         connections.append(reader.conn)
         try:
             return verdict_rows(reader, job[0], mode_ids, job[1], job[2])
