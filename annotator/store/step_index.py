@@ -21,6 +21,16 @@ from sqlite_utils import Database
 from annotator.store.db import Batches
 
 
+def last_step_rowid(db: Database) -> int:
+    """The largest step ``rowid`` (0 with no steps): steps written next are numbered above it."""
+    return db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+
+
+def index_steps_after(db: Database, rowid: int) -> None:
+    """Put the steps numbered above ``rowid`` into the full-text index, in one statement."""
+    db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?", [rowid])
+
+
 class IndexedBatches(Batches):
     """:class:`~annotator.store.db.Batches` whose steps (``trajectories.write_steps`` given
     these batches) are put into the full-text index at each commit."""
@@ -32,13 +42,12 @@ class IndexedBatches(Batches):
     def before_steps(self) -> None:
         """Note where the steps about to be written begin (once per transaction)."""
         if self._above is None:
-            self._above = self.db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+            self._above = last_step_rowid(self.db)
 
     def catch_up(self) -> None:
         """Index the steps written since the last catch-up, in one statement."""
         if self._above is not None:
-            self.db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?",
-                            [self._above])
+            index_steps_after(self.db, self._above)
             self._above = None
 
     def commit(self) -> None:

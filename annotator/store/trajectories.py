@@ -14,7 +14,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from sqlite_utils import Database
 
@@ -25,11 +25,9 @@ from annotator.store.binding import bound
 from annotator.store.db import write
 from annotator.store.rows import decode, decode_one, json_columns, select
 from annotator.store.search import fts_query
+from annotator.store.step_index import IndexedBatches, index_steps_after, last_step_rowid
 from annotator.store.steps import STUB_HASH, get_steps
 from annotator.views import TrajectoryFilter, TrajectorySummary
-
-if TYPE_CHECKING:
-    from annotator.store.step_index import IndexedBatches
 
 SaveResult = Literal["imported", "updated", "unchanged"]
 
@@ -69,13 +67,12 @@ def write_steps(db: Database, traj_id: str, steps: Sequence[Step], batches: Inde
         if batches is not None:
             batches.before_steps()
         else:
-            before = db.execute("SELECT coalesce(max(rowid), 0) FROM steps").fetchone()[0]
+            before = last_step_rowid(db)
         db.conn.executemany(_INSERT_STEP, (bound(_step_row(traj_id, s)) for s in steps[start:start + STEP_CHUNK]))
         if batches is not None:
             batches.point()
         else:
-            db.execute("INSERT INTO steps_fts(rowid, content) SELECT rowid, content FROM steps WHERE rowid > ?",
-                       [before])
+            index_steps_after(db, before)
 
 
 def set_links(db: Database, traj_id: str, links: Iterable[tuple[int, int]]) -> None:
