@@ -151,16 +151,18 @@ def _close_sharing_keys(a: Message, b: Message) -> bool:
 class Recent:
     """The last ``size`` messages of one speaker: in arrival order (to forget the oldest), by
     length (so that only those of compatible lengths are looked at), and a count of each text
-    (exact repeats)."""
+    (exact repeats). ``messages``: the speaker's earlier ones, oldest first, to begin with."""
 
     __slots__ = ("by_length", "lengths", "messages", "size", "texts")
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, messages: Iterable[Message] = ()):
         self.messages: deque[Message] = deque()
         self.lengths: list[int] = []
         self.by_length: list[Message] = []
         self.texts: dict[str, int] = {}
         self.size = size
+        for m in messages:
+            self.add(m)
 
     def repeated_by(self, m: Message) -> bool:
         """Whether ``m`` nearly repeats one of these messages."""

@@ -171,19 +171,14 @@ class StepRepetition(_Detector):
             if tail is None:
                 continue
             for said, index, m in heads:  # the speaker's messages still in its window at m
-                window = Recent(LOOKBACK - said)
-                for old in tail.messages:
-                    window.add(old)
-                if window.repeated_by(m):
+                if Recent(LOOKBACK - said, tail.messages).repeated_by(m):
                     found.append(index)
         self.n += later.n + len(found)
         self.repeats = sorted([*self.repeats, *later.repeats, *found])[:MAX_CITED]
         for speaker, recent in later.recent.items():
             earlier = self.recent.get(speaker)
-            if earlier is not None and len(recent.messages) < LOOKBACK:
-                recent = Recent(LOOKBACK)
-                for old in (*earlier.messages, *later.recent[speaker].messages):
-                    recent.add(old)
+            if earlier is not None and len(recent.messages) < LOOKBACK:  # its window reaches into this part
+                recent = Recent(LOOKBACK, (*earlier.messages, *recent.messages))
             self.recent[speaker] = recent
 
     def result(self) -> Hit | None:
