@@ -22,6 +22,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
+from annotator.store import verdict_summary
 from annotator.store.db import SINGLE_PASS_CACHE_KIB, open_db_to_read
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
@@ -212,8 +213,10 @@ def verdict_rows(
 ) -> Verdicts:
     """The annotator's verdicts on the trajectories with ids in [after, before), folded by SQLite.
 
-    One row per trajectory: its verdicts on the codebook's modes, how many are "absent", and the
-    others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
+    The fold is read from ``verdict_summary``, made as the labels were written, when it is
+    current for the annotator and covers only the codebook's modes (its mode codes are mapped to
+    the codebook's order); otherwise SQLite folds the cells here. One row per trajectory: its
+    verdicts on the codebook's modes, how many are "absent", and the others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
     or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
     on every mode needs nothing more, and :func:`absent_cells` names them for the few that lack
     some. Rows are read a block at a time into arrays. The labels on the codebook's modes
@@ -221,38 +224,50 @@ def verdict_rows(
     the range (``outside_codebook``) are a count over an index less these, made on the same
     connection (so on the reader's thread), not a second pass over the annotator's cells.
     """
-    case, params = _mode_index(mode_ids)
-    marks = ", ".join("?" for _ in mode_ids)
-    sql = (
-        "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
-        f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
-        " || ',' || coalesce(l.onset_step, -1) END), count(*)"
-        " FROM label_state s JOIN labels l ON l.id = s.label_id"
-        f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
-    )
-    args = [*params, annotator, *mode_ids]
-    every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
+    order = verdict_summary.codebook_order(db, annotator, mode_ids)
+    if order is not None:
+        sql = ("SELECT s.trajectory_id, s.verdicts, s.absent, s.cells, s.labels FROM verdict_summary s"
+               " WHERE s.annotator = ?")
+        args: list = [annotator]
+        every = every_args = None  # every mode the annotator labelled is the codebook's
+    else:
+        case, params = _mode_index(mode_ids)
+        marks = ", ".join("?" for _ in mode_ids)
+        sql = (
+            "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
+            f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
+            " || ',' || coalesce(l.onset_step, -1) END), count(*)"
+            " FROM label_state s JOIN labels l ON l.id = s.label_id"
+            f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
+        )
+        args = [*params, annotator, *mode_ids]
+        every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
     for bound, op in ((after, ">="), (before, "<")):
         if bound is not None:
             sql += f" AND s.trajectory_id {op} ?"
-            every += f" AND s.trajectory_id {op} ?"
             args.append(bound)
-            every_args.append(bound)
-    labels = db.execute(every, every_args).fetchone()[0]
-    cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
+            if every is not None:
+                every += f" AND s.trajectory_id {op} ?"
+                every_args.append(bound)
+    labels = db.execute(every, every_args).fetchone()[0] if every is not None else 0
+    cursor = db.execute(sql + (" ORDER BY s.trajectory_id" if order is not None else " GROUP BY s.trajectory_id"),
+                        args)
+    to_codebook = None if order is None else np.asarray(order, dtype=np.int64) * 2
     parts, in_codebook = [], 0
     while rows := cursor.fetchmany(BLOCK):
         tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
         total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
         text = ",".join(c for c in codes if c)
         pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+        if to_codebook is not None:  # the summary's mode codes, as the codebook's indexes
+            pairs[:, 0] = to_codebook[pairs[:, 0] >> 1] + (pairs[:, 0] & 1)
         verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
         row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(rows)), total - n_absent)]
         parts.append(Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
                               np.column_stack([row, pairs])))
         in_codebook += sum(labelled)
     joined = Verdicts.join(parts)
-    joined.outside_codebook = labels - in_codebook
+    joined.outside_codebook = 0 if every is None else labels - in_codebook
     return joined
 
 
