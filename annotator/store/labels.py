@@ -91,7 +91,7 @@ def make_current(db: Database, after: int) -> None:
         " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? ORDER BY id",
         [after],
     )
-    verdict_summary.refresh(db)
+    verdict_summary.labels_made_current(db, after)
 
 
 def retract(db: Database, label_id: int, annotator: str) -> Label | None:
@@ -134,6 +134,7 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
                 " VALUES (?, ?, ?, ?)",
                 [*key, newest.id],
             )
+        verdict_summary.mark(db, target.annotator, target.trajectory_id)
         verdict_summary.refresh(db)
         return newest
 

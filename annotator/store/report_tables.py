@@ -214,9 +214,10 @@ def verdict_rows(
     """The annotator's verdicts on the trajectories with ids in [after, before), folded by SQLite.
 
     The fold is read from ``verdict_summary``, made as the labels were written, when it is
-    current for the annotator and covers only the codebook's modes (its mode codes are mapped to
-    the codebook's order); otherwise SQLite folds the cells here. One row per trajectory: its
-    verdicts on the codebook's modes, how many are "absent", and the others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
+    current for the annotator and its rows in the range hold labels on the codebook's modes only
+    (its mode codes are mapped to the codebook's order); otherwise SQLite folds the cells here.
+    One row per trajectory: its verdicts on the codebook's modes, how many are "absent", and the
+    others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
     or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
     on every mode needs nothing more, and :func:`absent_cells` names them for the few that lack
     some. Rows are read a block at a time into arrays. The labels on the codebook's modes
@@ -224,51 +225,74 @@ def verdict_rows(
     the range (``outside_codebook``) are a count over an index less these, made on the same
     connection (so on the reader's thread), not a second pass over the annotator's cells.
     """
-    order = verdict_summary.codebook_order(db, annotator, mode_ids)
-    if order is not None:
-        sql = ("SELECT s.trajectory_id, s.verdicts, s.absent, s.cells, s.labels FROM verdict_summary s"
-               " WHERE s.annotator = ?")
-        args: list = [annotator]
-        every = every_args = None  # every mode the annotator labelled is the codebook's
-    else:
-        case, params = _mode_index(mode_ids)
-        marks = ", ".join("?" for _ in mode_ids)
-        sql = (
-            "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
-            f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
-            " || ',' || coalesce(l.onset_step, -1) END), count(*)"
-            " FROM label_state s JOIN labels l ON l.id = s.label_id"
-            f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
-        )
-        args = [*params, annotator, *mode_ids]
-        every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
+    summary = verdict_summary.codebook_codes(db, annotator, mode_ids)
+    if summary is not None:
+        read = _summary_rows(db, annotator, after, before, *summary)
+        if read is not None:
+            return read
+    case, params = _mode_index(mode_ids)
+    marks = ", ".join("?" for _ in mode_ids)
+    sql = (
+        "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
+        f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
+        " || ',' || coalesce(l.onset_step, -1) END), count(*)"
+        " FROM label_state s JOIN labels l ON l.id = s.label_id"
+        f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
+    )
+    args = [*params, annotator, *mode_ids]
+    every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
     for bound, op in ((after, ">="), (before, "<")):
         if bound is not None:
             sql += f" AND s.trajectory_id {op} ?"
+            every += f" AND s.trajectory_id {op} ?"
             args.append(bound)
-            if every is not None:
-                every += f" AND s.trajectory_id {op} ?"
-                every_args.append(bound)
-    labels = db.execute(every, every_args).fetchone()[0] if every is not None else 0
-    cursor = db.execute(sql + (" ORDER BY s.trajectory_id" if order is not None else " GROUP BY s.trajectory_id"),
-                        args)
-    to_codebook = None if order is None else np.asarray(order, dtype=np.int64) * 2
+            every_args.append(bound)
+    labels = db.execute(every, every_args).fetchone()[0]
+    cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
     parts, in_codebook = [], 0
     while rows := cursor.fetchmany(BLOCK):
         tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
-        total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
-        text = ",".join(c for c in codes if c)
-        pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
-        if to_codebook is not None:  # the summary's mode codes, as the codebook's indexes
-            pairs[:, 0] = to_codebook[pairs[:, 0] >> 1] + (pairs[:, 0] & 1)
-        verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
-        row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(rows)), total - n_absent)]
-        parts.append(Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
-                              np.column_stack([row, pairs])))
+        parts.append(_verdicts(tids, total, n_absent, codes))
         in_codebook += sum(labelled)
     joined = Verdicts.join(parts)
-    joined.outside_codebook = 0 if every is None else labels - in_codebook
+    joined.outside_codebook = labels - in_codebook
     return joined
+
+
+def _verdicts(tids: Sequence[str], total: Sequence[int], n_absent: Sequence[int], codes: Sequence[str | None],
+              to_codebook: np.ndarray | None = None) -> Verdicts:
+    """A block of folded rows as arrays; ``to_codebook`` maps the summary's mode codes to the
+    codebook's indexes."""
+    total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
+    text = ",".join(c for c in codes if c)
+    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+    if to_codebook is not None:
+        pairs[:, 0] = to_codebook[pairs[:, 0] >> 1] * 2 + (pairs[:, 0] & 1)
+    verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
+    row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(tids)), total - n_absent)]
+    return Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
+                    np.column_stack([row, pairs]))
+
+
+def _summary_rows(db: Database | sqlite3.Connection, annotator: str, after: str | None, before: str | None,
+                  order: list[int], bits: int) -> Verdicts | None:
+    """The annotator's rows of ``verdict_summary`` in [after, before), or None if one of them has a
+    label on a mode outside the codebook (its mode bits inside the codebook number fewer than its labels)."""
+    sql = "SELECT trajectory_id, verdicts, absent, cells, labels, modes FROM verdict_summary WHERE annotator = ?"
+    args: list = [annotator]
+    for bound, op in ((after, ">="), (before, "<")):
+        if bound is not None:
+            sql += f" AND trajectory_id {op} ?"
+            args.append(bound)
+    cursor = db.execute(sql + " ORDER BY trajectory_id", args)
+    to_codebook, parts = np.asarray(order, dtype=np.int64), []
+    while rows := cursor.fetchmany(BLOCK):
+        tids, total, n_absent, codes, labelled, modes = zip(*rows, strict=True)
+        inside = np.bitwise_count(np.asarray(modes, dtype=np.int64) & bits)
+        if (inside != np.asarray(labelled)).any():
+            return None
+        parts.append(_verdicts(tids, total, n_absent, codes, to_codebook))
+    return Verdicts.join(parts)
 
 
 class VerdictReads:
