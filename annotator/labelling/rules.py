@@ -22,11 +22,9 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from hashlib import blake2b
-from typing import NamedTuple, Self
+from typing import TYPE_CHECKING, NamedTuple, Self
 
 from pydantic import BaseModel
-from sqlite_utils import Database
-
 from annotator.labelling.grounding import normalise
 from annotator.labelling.near_duplicates import EMPTY, MIN_CHARS, Message, Recent, message, near_duplicate_of
 from annotator.labelling.termination import bare_termination, is_termination
@@ -34,6 +32,9 @@ from annotator.labelling.verdicts import ModeVerdict
 from annotator.models import Step, Trajectory
 from annotator.store.steps import get_step, iter_step_fields
 from annotator.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # imported through annotator.store, which keeps pandas out of the rules workers
+    from sqlite_utils import Database
 
 #: Messages of the same agent compared backwards from each message.
 LOOKBACK = 40

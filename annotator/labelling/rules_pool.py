@@ -41,8 +41,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from annotator.errors import RunInterrupted, StoreError
 from annotator.labelling.rules import RulesLabeller, Scanned, _Detector
@@ -51,6 +50,9 @@ from annotator.models import Trajectory
 from annotator.store import open_db_to_read
 from annotator.store.db import SINGLE_PASS_CACHE_KIB
 from annotator.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # imported through annotator.store, which keeps pandas out of the fork server
+    from sqlite_utils import Database
 
 #: Steps from which a trajectory is scanned in parts, by several workers at once.
 SPLIT_STEPS = 50_000

@@ -14,6 +14,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import SCHEMA_VERSION, Decision, Label, utcnow
+from annotator.store import verdict_summary
 from annotator.store._json import dumps
 from annotator.store.db import write
 from annotator.store.rows import decode, decode_one, json_columns, select
@@ -83,12 +84,14 @@ def add_labels(db: Database, labels: Iterable[Label]) -> list[int]:
 
 def make_current(db: Database, after: int) -> None:
     """Point ``label_state`` at the labels appended after row ``after``, the newest of each key
-    winning (one INSERT ... SELECT: far cheaper than a bound row per label)."""
+    winning (one INSERT ... SELECT: far cheaper than a bound row per label), and fold the changed
+    trajectories' verdicts into ``verdict_summary``."""
     db.execute(
         "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
         " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? ORDER BY id",
         [after],
     )
+    verdict_summary.labels_made_current(db, after)
 
 
 def retract(db: Database, label_id: int, annotator: str) -> Label | None:
@@ -125,12 +128,14 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
             db.execute(
                 "DELETE FROM label_state WHERE trajectory_id = ? AND annotator = ? AND mode_id = ?", key
             )
-            return None
-        db.execute(
-            "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
-            " VALUES (?, ?, ?, ?)",
-            [*key, newest.id],
-        )
+        else:
+            db.execute(
+                "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
+                " VALUES (?, ?, ?, ?)",
+                [*key, newest.id],
+            )
+        verdict_summary.mark(db, target.annotator, target.trajectory_id)
+        verdict_summary.refresh(db)
         return newest
 
 

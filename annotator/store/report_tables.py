@@ -22,6 +22,7 @@ from sqlite_utils import Database
 
 from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
+from annotator.store import verdict_summary
 from annotator.store.db import SINGLE_PASS_CACHE_KIB, open_db_to_read
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
@@ -212,6 +213,9 @@ def verdict_rows(
 ) -> Verdicts:
     """The annotator's verdicts on the trajectories with ids in [after, before), folded by SQLite.
 
+    The fold is read from ``verdict_summary``, made as the labels were written, when it is
+    current for the annotator and its rows in the range hold labels on the codebook's modes only
+    (its mode codes are mapped to the codebook's order); otherwise SQLite folds the cells here.
     One row per trajectory: its verdicts on the codebook's modes, how many are "absent", and the
     others as comma-separated integer pairs ``2 * mode index + (1 if present else 0), onset step
     or -1``. Absent verdicts, the bulk of all cells, are only counted: a trajectory with a verdict
@@ -221,6 +225,11 @@ def verdict_rows(
     the range (``outside_codebook``) are a count over an index less these, made on the same
     connection (so on the reader's thread), not a second pass over the annotator's cells.
     """
+    summary = verdict_summary.codebook_codes(db, annotator, mode_ids)
+    if summary is not None:
+        read = _summary_rows(db, annotator, after, before, *summary)
+        if read is not None:
+            return read
     case, params = _mode_index(mode_ids)
     marks = ", ".join("?" for _ in mode_ids)
     sql = (
@@ -243,17 +252,47 @@ def verdict_rows(
     parts, in_codebook = [], 0
     while rows := cursor.fetchmany(BLOCK):
         tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
-        total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
-        text = ",".join(c for c in codes if c)
-        pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
-        verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
-        row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(rows)), total - n_absent)]
-        parts.append(Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
-                              np.column_stack([row, pairs])))
+        parts.append(_verdicts(tids, total, n_absent, codes))
         in_codebook += sum(labelled)
     joined = Verdicts.join(parts)
     joined.outside_codebook = labels - in_codebook
     return joined
+
+
+def _verdicts(tids: Sequence[str], total: Sequence[int], n_absent: Sequence[int], codes: Sequence[str | None],
+              to_codebook: np.ndarray | None = None) -> Verdicts:
+    """A block of folded rows as arrays; ``to_codebook`` maps the summary's mode codes to the
+    codebook's indexes."""
+    total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
+    text = ",".join(c for c in codes if c)
+    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+    if to_codebook is not None:
+        pairs[:, 0] = to_codebook[pairs[:, 0] >> 1] * 2 + (pairs[:, 0] & 1)
+    verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
+    row = (np.cumsum(verdicts) - 1)[np.repeat(np.arange(len(tids)), total - n_absent)]
+    return Verdicts(np.asarray(tids, dtype=str)[verdicts], total[verdicts], n_absent[verdicts],
+                    np.column_stack([row, pairs]))
+
+
+def _summary_rows(db: Database | sqlite3.Connection, annotator: str, after: str | None, before: str | None,
+                  order: list[int], bits: int) -> Verdicts | None:
+    """The annotator's rows of ``verdict_summary`` in [after, before), or None if one of them has a
+    label on a mode outside the codebook (its mode bits inside the codebook number fewer than its labels)."""
+    sql = "SELECT trajectory_id, verdicts, absent, cells, labels, modes FROM verdict_summary WHERE annotator = ?"
+    args: list = [annotator]
+    for bound, op in ((after, ">="), (before, "<")):
+        if bound is not None:
+            sql += f" AND trajectory_id {op} ?"
+            args.append(bound)
+    cursor = db.execute(sql + " ORDER BY trajectory_id", args)
+    to_codebook, parts = np.asarray(order, dtype=np.int64), []
+    while rows := cursor.fetchmany(BLOCK):
+        tids, total, n_absent, codes, labelled, modes = zip(*rows, strict=True)
+        inside = np.bitwise_count(np.asarray(modes, dtype=np.int64) & bits)
+        if (inside != np.asarray(labelled)).any():
+            return None
+        parts.append(_verdicts(tids, total, n_absent, codes, to_codebook))
+    return Verdicts.join(parts)
 
 
 class VerdictReads:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from annotator.store import verdict_summary
+
 MIGRATIONS = Migrations("mast-annotator")
 
 
@@ -475,3 +477,16 @@ def _m011_request_spend(db: Database) -> None:
         " ORDER BY created_at"
     )
     db.execute("CREATE INDEX idx_llm_spend_run ON llm_spend(run_id)")
+
+
+@MIGRATIONS(name="012_verdict_summary")
+def _m012_verdict_summary(db: Database) -> None:
+    """Each source's current verdicts on a trajectory, folded into one row as they are written.
+
+    A report folded 14 million cells of a source at a million trajectories (about 15 s of CPU
+    each, SQLite's aggregates per cell); ``verdict_summary`` holds that fold per (annotator,
+    trajectory), kept current by triggers that list what changed and by the label writes that
+    fold it again (``store.verdict_summary``). Filled here from the labels already stored: one
+    pass over them, paid once by a database upgraded to this release.
+    """
+    verdict_summary.create(db)

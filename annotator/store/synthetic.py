@@ -16,6 +16,7 @@ import numpy as np
 from sqlite_utils import Database
 
 from annotator.models import SCHEMA_VERSION
+from annotator.store import verdict_summary
 from annotator.store.db import write
 
 
@@ -36,8 +37,9 @@ def insert_label_matrices(
     n × K) and one INSERT ... SELECT joined with the modes writes its labels. The secondary
     indexes of ``labels`` and ``label_state`` are dropped for the load and built again after it,
     and ``label_state`` is filled once, in its key order: sorting once is far cheaper than
-    inserting 42 million rows into four indexes one by one. ``matrices`` may be a generator, so
-    only one source's matrix need exist at a time.
+    inserting 42 million rows into four indexes one by one. The triggers that keep
+    ``verdict_summary`` current are dropped for the load too, and the summary folded once after
+    it. ``matrices`` may be a generator, so only one source's matrix need exist at a time.
     """
     k = len(mode_ids)
     cols = ", ".join(f"o{j}" for j in range(k))
@@ -49,6 +51,10 @@ def insert_label_matrices(
                              " AND tbl_name IN ('labels', 'label_state')").fetchall()
         for name, _ in indexes:
             db.execute(f"DROP INDEX {name}")
+        triggers = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                              " AND tbl_name IN ('labels', 'label_state')").fetchall()
+        for name, _ in triggers:
+            db.execute(f"DROP TRIGGER {name}")
         first = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
         db.execute("CREATE TEMP TABLE label_matrix_modes (idx INTEGER PRIMARY KEY, mode_id TEXT)")
         db.conn.executemany("INSERT INTO label_matrix_modes VALUES (?, ?)", list(enumerate(mode_ids)))
@@ -79,6 +85,9 @@ def insert_label_matrices(
         )
         for _, sql in (i for i in indexes if not i[0].startswith("idx_labels_")):
             db.execute(sql)
+        for _, sql in triggers:
+            db.execute(sql)
+        verdict_summary.rebuild(db)
 
 
 def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:

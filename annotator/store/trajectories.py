@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from annotator.errors import NotFound
 from annotator.models import Step, Trajectory
+from annotator.store import verdict_summary
 from annotator.store._json import dumps
 from annotator.store.binding import bound
 from annotator.store.db import write
@@ -384,3 +385,4 @@ def delete_trajectory(db: Database, traj_id: str) -> None:
             db.execute(f"DELETE FROM {table} WHERE trajectory_id = ?", [traj_id])
         db.execute("DELETE FROM labels WHERE trajectory_id = ?", [traj_id])
         db.execute("DELETE FROM trajectories WHERE id = ?", [traj_id])
+        verdict_summary.refresh(db)
