@@ -141,3 +141,30 @@ def test_wide_csv_and_mad_json(labelled):
 def test_export_refuses_consensus(labelled):
     with pytest.raises(ReportError, match="consensus is computed"):
         export.render(labelled, "jsonl", ["consensus"], TAX)
+
+
+def test_rows_as_export_writes_them_are_stored_as_the_field_by_field_check_stores_them(labelled):
+    from annotator.importers.mast_export import _stored_label, _written_label
+
+    rows = [orjson.loads(line) for line in export.render(labelled, "jsonl", ["alice", "judge"], TAX).splitlines()]
+    assert rows and all(_written_label(r) is not None and _written_label(r) == _stored_label(r) for r in rows)
+    row = next(r for r in rows if r["evidence_steps"])  # the label with every field set
+    # Other types or forms, and rows without every key, are left to the field-by-field check or the model:
+    for other in ({**row, "confidence": 1}, {**row, "grounded": 1}, {**row, "schema_version": True},
+                  {k: v for k, v in row.items() if k != "quote"}, {**row, "created_at": "2026-13-01T00:00:00"},
+                  {**row, "evidence_steps": [1, "2"]}, {**row, "confidence": 1.5}, {**row, "verdict": "maybe"}):
+        assert _written_label(other) is None
+    assert _stored_label({**row, "confidence": 1})[10] == 1.0
+
+
+def test_an_import_gives_the_objects_it_froze_back_to_the_collector_even_when_it_fails(labelled, tmp_path):
+    import gc
+
+    path = tmp_path / "labels.jsonl"
+    good = export.render(labelled, "jsonl", ["judge"], TAX).encode()
+    for content, ok in ((good, True), (good + b"{not json\n", False)):
+        path.write_bytes(content)
+        fresh = open_db(tmp_path / f"fresh-{ok}.db")
+        assert import_paths(fresh, [path]).files[0].ok is ok
+        assert gc.get_freeze_count() == 0
+        fresh.close()

@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
+from itertools import product
+from operator import itemgetter
 from pathlib import Path
 from typing import get_args
 
@@ -68,6 +70,45 @@ def _text(value: object) -> bool:
 
 def _integer(value: object) -> bool:
     return value is None or type(value) is int
+
+
+#: Every field of a row as ``mast export`` writes it (all of them, nulls included), in this order.
+_WRITTEN = itemgetter("format", "schema_version", "trajectory_id", "mode_id", "source", "verdict", "provenance",
+                      "onset_step", "evidence_steps", "quote", "note", "rationale", "confidence", "run_id",
+                      "grounded", "taxonomy_hash", "extra", "created_at")
+_NONE = type(None)
+#: The types of those fields in such a row, each combination of them that may come.
+_WRITTEN_TYPES = frozenset(product(
+    [str], [int], [str], [str], [str], [str], [str], [int, _NONE], [list], [str, _NONE], [str, _NONE],
+    [str, _NONE], [float, _NONE], [int, _NONE], [bool, _NONE], [str, _NONE], [dict], [str],
+))
+
+
+def _written_label(row: dict) -> tuple | None:
+    """The stored form of a row exactly as ``mast export`` writes it (every key there, each
+    value of its stored type and form), or None for any other row. The types of its fields are
+    checked at once, as one tuple of types looked up in ``_WRITTEN_TYPES``: a large export has
+    hundreds of thousands of rows, and a test per field cost more than parsing the line. The
+    stored values are those of :func:`_stored_label`'s direct path."""
+    try:
+        values = _WRITTEN(row)
+    except KeyError:
+        return None
+    if tuple(map(type, values)) not in _WRITTEN_TYPES:
+        return None
+    (fmt, version, tid, mode, source, verdict, provenance, onset, steps, quote, note, rationale, confidence, run_id,
+     grounded, taxonomy_hash, extra, created) = values
+    if (
+        fmt != LABEL_EXPORT_FORMAT or version != SCHEMA_VERSION or verdict not in _VERDICTS
+        or provenance not in _PROVENANCES or (confidence is not None and not 0 <= confidence <= 1)
+        or (steps and not all(type(i) is int for i in steps)) or not _canonical_time(created)
+    ):
+        return None
+    return (
+        SCHEMA_VERSION, tid, mode, source, verdict, onset, dumps(steps) if steps else "[]", quote, note, rationale,
+        confidence, provenance, run_id, None if grounded is None else int(grounded), taxonomy_hash, None,
+        dumps(extra) if extra else "{}", created,
+    )
 
 
 def _stored_label(row: dict) -> tuple:
@@ -152,18 +193,19 @@ class MastExport(Importer):
         opts.extra["skipped_lines"] = skipped
         current: ImportedRecord | None = None
         for lineno, row in iter_jsonl(path, opts, skipped):
-            # The checks of every row are inlined: a large export has hundreds of thousands.
-            if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
-                _reject(path, row, lineno)
-            if row.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
-                _refuse_version(path, row["schema_version"], lineno)
+            label = _written_label(row) if type(row) is dict else None
+            if label is None:  # not as `mast export` writes it: checked field by field
+                if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
+                    _reject(path, row, lineno)
+                if row.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+                    _refuse_version(path, row["schema_version"], lineno)
             try:
                 if current is None or current.trajectory.id != row["trajectory_id"]:
                     done, current = current, _stub(row, path, opts)
                     if done is not None:
                         done.ledger.mapped(len(done.label_rows))
                         yield done
-                current.label_rows.append(_stored_label(row))  # the row is a label: counted as mapped below
+                current.label_rows.append(label or _stored_label(row))  # the row is a label: counted as mapped below
             except ValidationError as exc:
                 raise invalid_value(path, exc, f"line {lineno}") from exc
         if current is not None:
