@@ -19,7 +19,7 @@ from sqlite_utils import Database
 from annotator.labelling.judge import LLMLabeller, PlannedRequest, uncached_plans
 from annotator.labelling.llm import JudgeClient
 from annotator.models import LabelRun
-from annotator.store.requests import store_response
+from annotator.store.requests import Response, store_responses
 from annotator.store.runs import update_run
 
 _DONE = {"completed", "failed", "expired", "cancelled"}
@@ -85,11 +85,10 @@ async def run_batch(
             tin, tout = usage.get("prompt_tokens", 0) or 0, usage.get("completion_tokens", 0) or 0
             tcached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0) or 0
             price = labeller.prices[plan.model]
-            store_response(
-                db, key, body["choices"][0]["message"].get("content") or "", model=plan.model,
-                endpoint_host=labeller.endpoint_host, trajectory_id=tid, run_id=run.id,
-                tokens_in=tin, tokens_cached=tcached, tokens_out=tout, cost_usd=price.cost(tin, tout, tcached),
-            )
+            store_responses(db, [Response(
+                key, body["choices"][0]["message"].get("content") or "", plan.model, labeller.endpoint_host, tid,
+                run.id, tin, tcached, tout, price.cost(tin, tout, tcached),
+            )])
             labeller.usage.settle(0.0, price, tin, tout, tcached)
             stored += 1
     return run, stored

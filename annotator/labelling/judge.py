@@ -31,11 +31,12 @@ from annotator.labelling.prompts import (
     render_trajectory,
     repair_messages,
 )
+from annotator.labelling.responses import ResponseWriter
 from annotator.labelling.verdicts import InvalidAnswer, JudgeAnswer, LabelFailure, ModeVerdict, answer_schema
 from annotator.labelling.voting import majority
 from annotator.labelling.windows import TokenCounter, merge_windows, plan_windows
 from annotator.models import Trajectory
-from annotator.store.requests import cached_keys, cached_response, prompt_secret, store_response
+from annotator.store.requests import Response, cached_keys, cached_response, prompt_secret
 from annotator.store.trajectories import get_trajectory
 from annotator.taxonomy import Taxonomy
 
@@ -125,6 +126,7 @@ class LLMLabeller:
         self._structured = StructuredPrompt(taxonomy, self.schema) if self.schema is not None else None
         self._original = mast_original.system_message(taxonomy, definitions) if self.schema is None else ""
         self._secret = prompt_secret(db)
+        self._responses = ResponseWriter(db)
         self.sent = 0
         self.cached = 0
         #: Requests in flight by key, with how many askers share each: an identical request
@@ -274,11 +276,10 @@ class LLMLabeller:
                 tokens=tin + tout,
             )
             got_in, got_cached, got_out = reply.tokens_in or tin, reply.tokens_cached, reply.tokens_out
-            store_response(
-                self.db, key, reply.content, model=model, endpoint_host=self.endpoint_host,
-                trajectory_id=traj_id, run_id=self.run_id, tokens_in=got_in, tokens_cached=got_cached,
-                tokens_out=got_out, cost_usd=self.prices[model].cost(got_in, got_out, got_cached),
-            )
+            await self._responses.store(Response(
+                key, reply.content, model, self.endpoint_host, traj_id, self.run_id, got_in, got_cached, got_out,
+                self.prices[model].cost(got_in, got_out, got_cached),
+            ))
         finally:
             self.usage.settle(cost, self.prices[model], got_in, got_out, got_cached)
         self.sent += 1

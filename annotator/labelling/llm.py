@@ -199,7 +199,7 @@ class JudgeClient:
     async def _send(
         self, model, messages, temperature, schema, mode: FormatMode, max_tokens, probe: bool, tokens: int
     ) -> Completion:
-        body = self.request_body(model, messages, temperature, schema, mode, max_tokens)
+        content = orjson.dumps(self.request_body(model, messages, temperature, schema, mode, max_tokens))
         openai = _openai()
 
         def retryable(exc: BaseException) -> bool:
@@ -222,8 +222,10 @@ class JudgeClient:
                         # messages and the schema through its TypedDict transform first, which is most
                         # of the client's CPU per request and changes nothing in a plain-JSON body. The
                         # answer comes back as plain JSON (``cast_to=object``): building openai's typed
-                        # ChatCompletion from it cost a sixth of the client's CPU.
-                        raw = await self._client.post("/chat/completions", body=body, cast_to=object,
+                        # ChatCompletion from it cost a sixth of the client's CPU. The body goes as
+                        # bytes serialised by orjson (``content``): the client's own ``json.dumps``
+                        # took a twentieth of the runner's CPU at 64 in flight.
+                        raw = await self._client.post("/chat/completions", content=content, cast_to=object,
                                                       options={"headers": _RAW_RESPONSE})
                     except openai.APIStatusError as exc:
                         if exc.status_code == 429:

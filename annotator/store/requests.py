@@ -9,7 +9,7 @@ either fully labelled by a run or not at all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel
 from sqlite_utils import Database
@@ -59,34 +59,38 @@ class Spend(BaseModel):
     by_model: dict[str, "Spend"] = {}
 
 
-def store_response(
-    db: Database,
-    key: str,
-    response: str,
-    *,
-    model: str,
-    endpoint_host: str | None,
-    trajectory_id: str | None,
-    run_id: int | None,
-    tokens_in: int,
-    tokens_cached: int,
-    tokens_out: int,
-    cost_usd: float,
-) -> None:
-    """Keep a response under its key (first writer wins: a response is never replaced) and what
-    the run that received it paid (always: two runs that sent the same request both paid)."""
+class Response(NamedTuple):
+    """One paid response as it is stored: the cached text under its key and what it cost the run."""
+
+    key: str
+    response: str
+    model: str
+    endpoint_host: str | None
+    trajectory_id: str | None
+    run_id: int | None
+    tokens_in: int
+    tokens_cached: int
+    tokens_out: int
+    cost_usd: float
+
+
+def store_responses(db: Database, responses: Sequence[Response]) -> None:
+    """Keep responses under their keys (first writer wins: a response is never replaced) and what
+    the run that received each paid (always: two runs that sent the same request both paid), all
+    in one transaction."""
     stamp = utcnow().isoformat()
     with write(db):
-        db.execute(
+        db.conn.executemany(
             "INSERT OR IGNORE INTO llm_requests (key, trajectory_id, model, endpoint_host, response, tokens_in,"
             " tokens_cached, tokens_out, cost_usd, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [key, trajectory_id, model, endpoint_host, response, tokens_in, tokens_cached, tokens_out, cost_usd,
-             run_id, stamp],
+            [(r.key, r.trajectory_id, r.model, r.endpoint_host, r.response, r.tokens_in, r.tokens_cached,
+              r.tokens_out, r.cost_usd, r.run_id, stamp) for r in responses],
         )
-        db.execute(
+        db.conn.executemany(
             "INSERT INTO llm_spend (key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [key, run_id, model, tokens_in, tokens_cached, tokens_out, cost_usd, stamp],
+            [(r.key, r.run_id, r.model, r.tokens_in, r.tokens_cached, r.tokens_out, r.cost_usd, stamp)
+             for r in responses],
         )
 
 
