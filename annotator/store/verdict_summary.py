@@ -106,20 +106,26 @@ def rebuild(db: Database) -> None:
     )
 
 
+#: The labels appended after a row: read by rowid from there (SQLite would rather scan a whole
+#: index of ``labels`` for their distinct keys), and the new labels' cells found from their
+#: keys (CROSS JOIN keeps that order: a database's every cell otherwise).
+_NEW = "FROM labels NOT INDEXED WHERE id > ?"
+
+
 def labels_made_current(db: Database, after: int) -> None:
     """Fold again the (annotator, trajectory) pairs of the labels appended after row ``after``
     (which ``labels.make_current`` has just made current)."""
-    fold, params = _fold(_codes(db, "SELECT mode_id FROM labels WHERE id > ?", [after]))
+    fold, params = _fold(_codes(db, f"SELECT mode_id {_NEW}", [after]))
     db.execute(
         f"INSERT OR REPLACE INTO verdict_summary SELECT s.annotator, s.trajectory_id, {fold}"
-        " FROM (SELECT DISTINCT trajectory_id, annotator FROM labels WHERE id > ?) d"
-        " JOIN label_state s ON s.trajectory_id = d.trajectory_id AND s.annotator = d.annotator"
+        f" FROM (SELECT DISTINCT trajectory_id, annotator {_NEW}) d"
+        " CROSS JOIN label_state s ON s.trajectory_id = d.trajectory_id AND s.annotator = d.annotator"
         " JOIN labels l ON l.id = s.label_id GROUP BY s.annotator, s.trajectory_id",
         [*params, after],
     )
     if _any_stale(db):  # the rows these labels replaced (sqlite-utils turns recursive triggers on), and others
         db.execute("DELETE FROM verdict_summary_stale WHERE (annotator, trajectory_id) IN"
-                   " (SELECT annotator, trajectory_id FROM labels WHERE id > ?)", [after])
+                   f" (SELECT annotator, trajectory_id {_NEW})", [after])
         refresh(db)
 
 
@@ -138,13 +144,13 @@ def refresh(db: Database) -> None:
     transaction that changed them. Costs a look at an empty table when nothing is recorded."""
     if not _any_stale(db):
         return
-    fold, params = _fold(_codes(db, "SELECT s.mode_id FROM verdict_summary_stale d JOIN label_state s"
+    fold, params = _fold(_codes(db, "SELECT s.mode_id FROM verdict_summary_stale d CROSS JOIN label_state s"
                                     " ON s.trajectory_id = d.trajectory_id AND s.annotator = d.annotator"))
     db.execute("DELETE FROM verdict_summary WHERE (annotator, trajectory_id) IN"
                " (SELECT annotator, trajectory_id FROM verdict_summary_stale)")
     db.execute(
         f"INSERT INTO verdict_summary SELECT s.annotator, s.trajectory_id, {fold}"
-        " FROM verdict_summary_stale d JOIN label_state s ON s.trajectory_id = d.trajectory_id"
+        " FROM verdict_summary_stale d CROSS JOIN label_state s ON s.trajectory_id = d.trajectory_id"
         " AND s.annotator = d.annotator JOIN labels l ON l.id = s.label_id GROUP BY s.annotator, s.trajectory_id",
         params,
     )
