@@ -212,3 +212,33 @@ def test_label_state_gains_rows_only_where_the_summary_is_folded_again():
     writers = {p.relative_to(root).as_posix() for p in root.rglob("*.py")
                if re.search(r"INTO\s+label_state\b", p.read_text(encoding="utf-8"))}
     assert writers == {"store/labels.py", "store/synthetic.py"}
+
+
+def _write_cost(tmp_path, n: int) -> int:
+    """SQLite's virtual-machine steps for one tag on a database of ``n`` labelled trajectories
+    (ANALYZEd, as the benchmark databases are)."""
+    db = open_db(tmp_path / f"{n}.db")
+    ids = [add_trajectory(db, f"t{i:05d}", steps=1) for i in range(n)]
+    onsets = np.where(np.random.default_rng(n).random((n, len(MODES))) < 0.2, 0, -1)
+    synthetic.insert_label_matrices(db, ids, MODES, [("alice", "human", onsets), ("judge", "llm", onsets)])
+    db.conn.execute("ANALYZE")
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    db.conn.set_progress_handler(count, 100)
+    add_labels(db, [Label(trajectory_id="t00007", mode_id="FM-1.1", annotator="alice", verdict="present",
+                          provenance="human")])
+    db.conn.set_progress_handler(None, 0)
+    assert_current(db)
+    db.close()
+    return steps[0]
+
+
+def test_a_write_folds_its_own_cells_not_every_label(tmp_path):
+    """Twenty times the labels must not make one tag cost more (SQLite's planner, left to itself,
+    scanned every label to fold the new one's trajectory)."""
+    small, large = _write_cost(tmp_path, 50), _write_cost(tmp_path, 1000)
+    assert large < 2 * small + 50, (small, large)

@@ -224,7 +224,7 @@ class JudgeClient:
                         # answer comes back as plain JSON (``cast_to=object``): building openai's typed
                         # ChatCompletion from it cost a sixth of the client's CPU. The body goes as
                         # bytes serialised by orjson (``content``): the client's own ``json.dumps``
-                        # took a twentieth of the runner's CPU at 64 in flight.
+                        # took a thirtieth of the runner's CPU at 64 in flight.
                         raw = await self._client.post("/chat/completions", content=content, cast_to=object,
                                                       options={"headers": _RAW_RESPONSE})
                     except openai.APIStatusError as exc:

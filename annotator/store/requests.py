@@ -1,7 +1,8 @@
 """Pre-labelling state: the judge's request cache and each run's per-trajectory outcome.
 
-A response is written the moment it arrives (its own short transaction), so an interrupted
-run loses at most the requests in flight. A trajectory's labels and its ``run_items`` row are
+A response is written the moment it arrives, before anything is made of it (those that arrive
+together share one short transaction), so an interrupted run loses at most the requests in
+flight. A trajectory's labels and its ``run_items`` row are
 written in one transaction (the runner writes a batch of trajectories in each): a trajectory is
 either fully labelled by a run or not at all.
 """
