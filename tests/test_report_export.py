@@ -219,3 +219,24 @@ def test_lines_read_in_blocks_fail_and_skip_at_the_same_lines(tmp_path, monkeypa
         seen.extend(iter_jsonl(path, ImportOptions(), []))
     assert seen == [(1, {"a": 1}), (3, {"a": 2})] and failure.value.where == "line 4"
 
+
+def test_a_trajectory_removed_while_its_labels_were_read_fails_the_publish_naming_it(labelled, tmp_path, monkeypatch):
+    from annotator.errors import StoreError
+    from annotator.store import staging
+
+    path = tmp_path / "labels.jsonl"
+    path.write_text(export.render(labelled, "jsonl", ["judge"], TAX), encoding="utf-8")
+    fresh = open_db(tmp_path / "fresh.db")
+    publish = staging.publish
+
+    def removed_first(db, *args, **kwargs):
+        db.execute("DELETE FROM trajectories WHERE id = 'f02'")
+        db.conn.commit()
+        return publish(db, *args, **kwargs)
+
+    monkeypatch.setattr(staging, "publish", removed_first)
+    with pytest.raises(StoreError, match="trajectory f02 is not in the database"):
+        import_paths(fresh, [path])
+    assert fresh.execute("SELECT count(*) FROM labels").fetchone() == (0,)
+    assert fresh.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    fresh.close()
