@@ -13,12 +13,21 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def older_objects_frozen() -> Iterator[None]:
+def older_objects_frozen(young: int | None = None) -> Iterator[None]:
     """Leave the objects that existed before the block out of the collector's passes while it
     runs (``gc.freeze``), and give them back afterwards. Only when they are collected changes:
-    the block's own objects are collected as before, and the others again once it ends."""
+    the block's own objects are collected as before, and the others again once it ends.
+
+    ``young``: how many new containers may accumulate before the youngest generation is
+    collected (Python's default is 700), for work whose objects each live a while (a request in
+    flight): every collection walks all the young objects still alive, and finds little to free.
+    """
+    thresholds = gc.get_threshold()
     gc.freeze()
+    if young is not None:
+        gc.set_threshold(young, *thresholds[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*thresholds)
         gc.unfreeze()
