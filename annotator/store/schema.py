@@ -533,3 +533,18 @@ def _m013_reference_indexes(db: Database) -> None:
     db.execute("CREATE INDEX idx_suggestion_decisions_label ON suggestion_decisions(label_id)")
     db.execute("CREATE INDEX idx_review_events_trajectory ON review_events(trajectory_id)")
     db.execute("CREATE INDEX idx_run_items_trajectory ON run_items(trajectory_id)")
+
+
+@MIGRATIONS(name="014_activity_indexes")
+def _m014_activity_indexes(db: Database) -> None:
+    """When each source last wrote, and which sources there are, read from indexes.
+
+    ``mast sources`` took the newest label of each annotator by reading all of them (2.5 s at
+    4.2 million labels) and the names from every current label (0.9 s). The annotator index of
+    ``labels`` gains the creation time (what looked labels up by annotator still can), review
+    states get the same, and the names are read by skipping from one name to the next in
+    ``label_state``'s source index.
+    """
+    db.execute("DROP INDEX idx_labels_annotator")
+    db.execute("CREATE INDEX idx_labels_activity ON labels(annotator, created_at)")
+    db.execute("CREATE INDEX idx_review_state_activity ON review_state(annotator, updated_at)")
