@@ -398,14 +398,22 @@ def resolve_id(db: Database, ref: str) -> str:
     raise NotFound(f"{ref!r} is ambiguous: " + ", ".join(r[0] for r in rows[:5]) + " ...")
 
 
+#: The trajectory's columns with and without its raw bytes, made once: a bulk run reads a
+#: trajectory per request, and building the list each time was nearly half of the read.
+_TRAJECTORY_SQL = {
+    with_raw: f"SELECT {select(Trajectory, omit=('steps',) if with_raw else ('steps', 'raw'))} FROM trajectories"
+    " WHERE id = ? AND pending IS NULL"
+    for with_raw in (False, True)
+}
+_TRAJECTORY_DECODE = {**json_columns("metadata"), "raw": zlib.decompress}
+
+
 def get_trajectory(db: Database, traj_id: str, *, with_steps: bool = True, with_raw: bool = False) -> Trajectory:
     """The whole trajectory; steps and raw bytes only when asked (they can be large)."""
-    omit = ("steps",) if with_raw else ("steps", "raw")
     traj = decode_one(
-        db.execute(f"SELECT {select(Trajectory, omit=omit)} FROM trajectories WHERE id = ? AND pending IS NULL",
-                   [traj_id]),
+        db.execute(_TRAJECTORY_SQL[with_raw], [traj_id]),
         Trajectory,
-        {**json_columns("metadata"), "raw": zlib.decompress},
+        _TRAJECTORY_DECODE,
     )
     if traj is None:
         raise NotFound(f"no trajectory with id {traj_id!r}")
