@@ -201,14 +201,13 @@ def _staged(db: Database) -> str:
 
 def stage_labels(db: Database, labels: Iterable[Label]) -> int:
     """Keep labels until the import is published; returns how many."""
-    return stage_label_rows(db, [bound(label_row(lab)) for lab in labels])
+    return stage_label_rows(db, [label_row(lab) for lab in labels])
 
 
 def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
-    """Keep labels in stored form (``labels.label_row``), bound (``store.binding``), until the
-    import is published; returns how many."""
+    """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
     marks = ", ".join("?" for _ in LABEL_COLUMNS.split(","))
-    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", rows)
+    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", map(bound, rows))
     return len(rows)
 
 
