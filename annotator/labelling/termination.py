@@ -32,11 +32,13 @@ def is_termination(text: str, folded: str | None = None) -> bool:
     where the caller has it) spells one of the words: casefold keeps a dotless ı, which
     IGNORECASE matches with i. It is folded only once a match is found, which is rare.
 
-    A ``folded`` text that holds none of the anchors' letters ("nate", "nal") rules every match
-    out without reading ``text`` again: those letters of a match are ASCII (see ``_ANCHORS``),
-    lowered and side by side in the folded text too. Most messages end there.
+    A ``folded`` text rules every match out without reading ``text`` again unless it holds both
+    "term" and "nate", or "nal an" or "nal_an": a match's letters other than its i and s are
+    ASCII (see ``_ANCHORS``), so they are lowered and side by side in the folded text too (a
+    space in a match is one, and stays one). Most messages end there.
     """
-    if not text or (folded is not None and "nate" not in folded and "nal" not in folded):
+    if not text or (folded is not None and "nal an" not in folded and "nal_an" not in folded
+                    and ("nate" not in folded or "term" not in folded)):
         return False
     for m in _termination_matches(text):
         before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]

@@ -95,7 +95,8 @@ def test_the_folded_text_rules_termination_out_as_the_scan_does(shared_data):
     the same answer as without; and a bare termination word is what the pattern finds whole."""
     rng = random.Random(11)
     pieces = ["<", " ", "\n", "\xa0", "final", " answer", "_answer", "terminate", "FINAL", "TERMINATE", "Nate", "NAL",
-              "x", "é", "ı", "İ", "ß", "fınal", "termınate", ">", ".", "'", '"', "reply with ", "done"]
+              "x", "é", "ı", "İ", "ß", "fınal", "termınate", "TERMİNATE", "term", "Term", "nal an", "nal", "ſ", "anſwer",
+              ">", ".", "'", '"', "reply with ", "done"]
     texts = CRAFTED + who_and_when_texts(shared_data)
     texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
     for text in texts:
