@@ -57,3 +57,26 @@ def test_report_without_source_takes_the_only_one_or_lists_them(db, db_path):
 def test_report_without_source_on_an_empty_database(db, db_path):
     r = _invoke(db_path, "report")
     assert r.exit_code == 2 and "no label sources yet" in r.stderr
+
+
+def test_source_names_and_last_activity_come_from_every_label_and_review_state(db):
+    """Read by index searches, the names and the newest write of each source are what reading
+    every label and review state says: a source with review states and no label is named, and a
+    review state newer than a source's labels is its last activity."""
+    from annotator.store import report_tables
+    from annotator.store.review import set_review
+
+    for tid in ("t1", "t2", "t3"):
+        add_trajectory(db, tid)
+    label_all(db, "t1", "alice", {"FM-1.1"}, done=False)
+    label_all(db, "t2", "bob", set())
+    label_all(db, "t3", "run:7", {"FM-2.1"}, provenance="llm", done=False)
+    set_review(db, "t1", "carol", "in_progress")
+    set_review(db, "t3", "alice", "done")
+    every = dict(db.execute(
+        "SELECT annotator, max(t) FROM (SELECT annotator, max(created_at) AS t FROM labels GROUP BY annotator"
+        " UNION ALL SELECT annotator, max(updated_at) FROM review_state GROUP BY annotator) GROUP BY annotator"))
+    names = report_tables.source_names(db)
+    assert names == sorted(every) == ["alice", "bob", "carol", "run:7"]
+    assert report_tables.last_activity(db, [*names, "nobody"]) == every
+    assert every["alice"] == db.execute("SELECT updated_at FROM review_state WHERE annotator = 'alice'").fetchone()[0]

@@ -65,6 +65,24 @@ def test_migrations_are_applied_once_and_idempotent(db_path):
 
 
 
+def test_every_reference_is_looked_up_by_an_index(db):
+    """Deleting a parent row makes SQLite look for its children: a column that references
+    another row leads an index, or deleting one trajectory's labels scans every label, once a
+    label (37 s for 42 labels among 4.2 million)."""
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                       " AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%'")]
+    unindexed = []
+    for table in tables:
+        leading = {db.execute(f"PRAGMA index_info('{index[1]}')").fetchone()[2]
+                   for index in db.execute(f"PRAGMA index_list('{table}')").fetchall()}
+        unindexed += [f"{table}.{fk[3]}" for fk in db.execute(f"PRAGMA foreign_key_list('{table}')").fetchall()
+                      if fk[3] not in leading]
+    assert unindexed == []
+    for table, column in (("labels", "retracts"), ("label_state", "label_id")):
+        plan = " ".join(r[3] for r in db.execute(f"EXPLAIN QUERY PLAN SELECT 1 FROM {table} WHERE {column} = 1"))
+        assert "USING" in plan and "INDEX" in plan, plan
+
+
 def test_spend_already_recorded_is_kept_when_payments_get_their_own_table(db_path):
     db = sqlite_utils.Database(sqlite3.connect(db_path))
     MIGRATIONS.apply(db, stop_before="011_request_spend")

@@ -37,11 +37,11 @@ import multiprocessing.resource_tracker
 import os
 import signal
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from annotator.errors import RunInterrupted, StoreError
 from annotator.labelling.rules import RulesLabeller, Scanned, _Detector
@@ -53,6 +53,8 @@ from annotator.taxonomy import Taxonomy
 
 if TYPE_CHECKING:  # imported through annotator.store, which keeps pandas out of the fork server
     from sqlite_utils import Database
+
+T = TypeVar("T")
 
 #: Steps from which a trajectory is scanned in parts, by several workers at once.
 SPLIT_STEPS = 50_000
@@ -132,19 +134,46 @@ class PooledRules:
             return self.local.verdicts(trajectory, taxonomy)
         if self.pool is None:
             self.pool = self._start_pool()
-        loop = asyncio.get_running_loop()
         lo, hi = self.db.execute("SELECT min(idx), max(idx) FROM steps WHERE trajectory_id = ?",
                                  [trajectory.id]).fetchone()
         try:
             if hi is None or hi - lo + 1 < self.split_steps:
-                return await loop.run_in_executor(self.pool, _verdicts, trajectory, taxonomy.mode_ids)
+                return await self._submit(_verdicts, trajectory, taxonomy.mode_ids)
             n = self.workers * PARTS_PER_WORKER
             cuts = [lo + (hi - lo + 1) * k // n for k in range(1, n)]
-            parts = await asyncio.gather(*(loop.run_in_executor(self.pool, _part, trajectory, taxonomy.mode_ids, start, stop)
+            parts = await asyncio.gather(*(self._submit(_part, trajectory, taxonomy.mode_ids, start, stop)
                                            for start, stop in zip([None, *cuts], [*cuts, None])))
         except BrokenProcessPool:
             raise RunInterrupted("a rules worker process ended unexpectedly (killed, or out of memory)") from None
         return self.local.verdicts_from(trajectory, parts)
+
+    def _submit(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T]:
+        """``fn(*args)`` in a worker, as a future of the running loop that a cancelled task leaves
+        alone. ``loop.run_in_executor`` would cancel the pool's own future with the task, and the
+        pool cannot take that while its workers are ended: with a cancelled future still queued,
+        its manager thread dies on setting "terminated abruptly" on it (``InvalidStateError``, a
+        traceback on stderr) when ``close`` kills the workers of an interrupted run. Left alone,
+        the pool fails its queued futures itself, and nobody waits for them any more."""
+        assert self.pool is not None
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[T] = loop.create_future()
+
+        def settle(done: Future[T]) -> None:
+            if waiter.cancelled():
+                return
+            if done.cancelled():  # by ``close`` ending the pool under a running run
+                waiter.cancel()
+            elif (exc := done.exception()) is not None:
+                waiter.set_exception(exc)
+            else:
+                waiter.set_result(done.result())
+
+        def done_in_pool(done: Future[T]) -> None:  # in the pool's manager thread
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(settle, done)
+
+        self.pool.submit(fn, *args).add_done_callback(done_in_pool)
+        return waiter
 
     def _start_pool(self) -> ProcessPoolExecutor:
         """The workers, forked by a server that has imported the detectors, so they start at once."""

@@ -58,7 +58,7 @@ def summaries(db: Database, taxonomy: Taxonomy) -> list[SourceSummary]:
     finally:
         reading.cancel()
     ids = cols.ids
-    last = report_tables.last_activity(db)
+    last = report_tables.last_activity(db, sorted({m for s in sources for m in (s.members or (s.name,))}))
     out = []
     for source in sources:
         lab = load(db, source, ids, mode_ids, verdicts, cols.reviews)

@@ -489,4 +489,62 @@ def _m012_verdict_summary(db: Database) -> None:
     fold it again (``store.verdict_summary``). Filled here from the labels already stored: one
     pass over them, paid once by a database upgraded to this release.
     """
-    verdict_summary.create(db)
+    db.execute("CREATE TABLE mode_codes (code INTEGER PRIMARY KEY, mode_id TEXT NOT NULL UNIQUE)")
+    db.execute(
+        """
+        CREATE TABLE verdict_summary (
+            annotator TEXT NOT NULL,
+            trajectory_id TEXT NOT NULL,
+            labels INTEGER NOT NULL,
+            verdicts INTEGER NOT NULL,
+            absent INTEGER NOT NULL,
+            cells TEXT,
+            modes INTEGER NOT NULL,
+            PRIMARY KEY (annotator, trajectory_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        "CREATE TABLE verdict_summary_stale (annotator TEXT NOT NULL, trajectory_id TEXT NOT NULL,"
+        " PRIMARY KEY (annotator, trajectory_id)) WITHOUT ROWID"
+    )
+    mark = "INSERT OR IGNORE INTO verdict_summary_stale (annotator, trajectory_id) VALUES"
+    db.execute(f"CREATE TRIGGER verdict_summary_delete AFTER DELETE ON label_state BEGIN"
+               f" {mark} (old.annotator, old.trajectory_id); END")
+    db.execute(f"CREATE TRIGGER verdict_summary_update AFTER UPDATE ON label_state BEGIN"
+               f" {mark} (old.annotator, old.trajectory_id), (new.annotator, new.trajectory_id); END")
+    db.execute(f"CREATE TRIGGER verdict_summary_label AFTER UPDATE OF trajectory_id, annotator, mode_id, verdict,"
+               f" onset_step ON labels BEGIN {mark} (old.annotator, old.trajectory_id),"
+               f" (new.annotator, new.trajectory_id); END")
+    verdict_summary.rebuild(db)
+
+
+@MIGRATIONS(name="013_reference_indexes")
+def _m013_reference_indexes(db: Database) -> None:
+    """An index on every column that references another row.
+
+    SQLite checks a foreign key from the parent's side by looking for children: deleting a
+    label looked for labels retracting it and for ``label_state`` and ``suggestion_decisions``
+    rows pointing at it, deleting a trajectory for its review events and run items, each a scan
+    of the whole table without an index. Deleting one trajectory's 42 labels from a store of
+    4.2 million took 37 s; with these indexes a fraction of a millisecond.
+    """
+    db.execute("CREATE INDEX idx_labels_retracts ON labels(retracts) WHERE retracts IS NOT NULL")
+    db.execute("CREATE INDEX idx_label_state_label ON label_state(label_id)")
+    db.execute("CREATE INDEX idx_suggestion_decisions_label ON suggestion_decisions(label_id)")
+    db.execute("CREATE INDEX idx_review_events_trajectory ON review_events(trajectory_id)")
+    db.execute("CREATE INDEX idx_run_items_trajectory ON run_items(trajectory_id)")
+
+
+@MIGRATIONS(name="014_activity_indexes")
+def _m014_activity_indexes(db: Database) -> None:
+    """When each source last wrote, and which sources there are, read from indexes.
+
+    ``mast sources`` took the newest label of each annotator by reading all of them (2.5 s at
+    4.2 million labels) and the names from every current label (0.9 s). The annotator index of
+    ``labels`` gains the creation time (what looked labels up by annotator still can), review
+    states get the same, and the names are read by skipping from one name to the next in
+    ``label_state``'s source index.
+    """
+    db.execute("DROP INDEX idx_labels_annotator")
+    db.execute("CREATE INDEX idx_labels_activity ON labels(annotator, created_at)")
+    db.execute("CREATE INDEX idx_review_state_activity ON review_state(annotator, updated_at)")

@@ -60,37 +60,6 @@ def _codes(db: Database, new_modes: str, params: Sequence = ()) -> dict[str, int
     return dict(db.execute("SELECT mode_id, code FROM mode_codes ORDER BY code").fetchall())
 
 
-def create(db: Database) -> None:
-    """The tables and triggers (migration 012), filled from the labels already stored."""
-    db.execute("CREATE TABLE mode_codes (code INTEGER PRIMARY KEY, mode_id TEXT NOT NULL UNIQUE)")
-    db.execute(
-        """
-        CREATE TABLE verdict_summary (
-            annotator TEXT NOT NULL,
-            trajectory_id TEXT NOT NULL,
-            labels INTEGER NOT NULL,
-            verdicts INTEGER NOT NULL,
-            absent INTEGER NOT NULL,
-            cells TEXT,
-            modes INTEGER NOT NULL,
-            PRIMARY KEY (annotator, trajectory_id)
-        ) WITHOUT ROWID"""
-    )
-    db.execute(
-        "CREATE TABLE verdict_summary_stale (annotator TEXT NOT NULL, trajectory_id TEXT NOT NULL,"
-        " PRIMARY KEY (annotator, trajectory_id)) WITHOUT ROWID"
-    )
-    mark = "INSERT OR IGNORE INTO verdict_summary_stale (annotator, trajectory_id) VALUES"
-    db.execute(f"CREATE TRIGGER verdict_summary_delete AFTER DELETE ON label_state BEGIN"
-               f" {mark} (old.annotator, old.trajectory_id); END")
-    db.execute(f"CREATE TRIGGER verdict_summary_update AFTER UPDATE ON label_state BEGIN"
-               f" {mark} (old.annotator, old.trajectory_id), (new.annotator, new.trajectory_id); END")
-    db.execute(f"CREATE TRIGGER verdict_summary_label AFTER UPDATE OF trajectory_id, annotator, mode_id, verdict,"
-               f" onset_step ON labels BEGIN {mark} (old.annotator, old.trajectory_id),"
-               f" (new.annotator, new.trajectory_id); END")
-    rebuild(db)
-
-
 def rebuild(db: Database) -> None:
     """Fold every current label again (the migration, and bulk loads that bypass the label writes).
 

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -235,6 +236,38 @@ def test_workers_end_when_the_runner_is_killed(db, db_path, shared_data):
     proc.communicate(timeout=60)
     _, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive
+
+
+def test_a_worker_ending_under_cancelled_trajectories_raises_nothing_in_the_pools_threads(db, monkeypatch):
+    """An interrupted run cancels the trajectories still waiting for a worker, then ends the
+    workers. When a worker has ended first (killed, out of memory), the pool's manager thread
+    fails every future it still holds: none may have been cancelled under it, or that thread
+    dies on ``InvalidStateError`` with a traceback on stderr after "interrupted"."""
+    step = ("agent", "assistant", "message", "Let us solve this step by step. " * 40)
+    insert_trajectory_rows(db, ({"id": f"t{i:03d}", "schema_version": 1, "source_format": "test", "task": TASK,
+                                 "content_hash": f"t{i:03d}", "imported_at": "2026-01-01T00:00:00+00:00"}
+                                for i in range(20)))
+    for i in range(20):
+        insert_step_rows(db, f"t{i:03d}", ((j, *step) for j in range(300)))
+    tax = load_taxonomy()
+    trajectories = [get_trajectory(db, t.id) for t in list_trajectories(db)]
+    failed_threads = []
+    monkeypatch.setattr(threading, "excepthook", failed_threads.append)
+
+    async def interrupted(pooled: PooledRules) -> None:
+        others = set(multiprocessing.active_children())
+        tasks = [asyncio.ensure_future(pooled.label(t, tax)) for t in trajectories]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        next(p for p in multiprocessing.active_children() if p not in others).kill()
+        await asyncio.sleep(1)  # the manager thread finds the pool broken
+        pooled.close()
+
+    with PooledRules(db, workers=2) as pooled:
+        asyncio.run(interrupted(pooled))
+    assert failed_threads == []
 
 
 def test_a_worker_that_cannot_open_the_database_fails_the_run_in_one_line(db, shared_data, tmp_path, capfd):
