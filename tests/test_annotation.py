@@ -165,16 +165,32 @@ def test_one_read_gives_the_same_labels_suggestions_and_others(session, db):
     assert (blind.labels, blind.suggestions, blind.others) == (session.labels(), {}, {})
 
 
+def test_queue_pages_count_search_in_any_case_and_find_what_is_unfinished(db):
+    """A queue is its first ``limit`` rows in queue order and the number that match; the search
+    finds ids and titles in any case (casefold, not ASCII only) and step text; ``unfinished``
+    leaves out what the annotator has done."""
+    for tid, system in (("a", "AG2"), ("b", "AG2"), ("c", "MetaGPT"), ("d", "MetaGPT")):
+        save_trajectory(db, _traj(tid, system).model_copy(update={"title": f"Straße {tid}"}))
+    review.set_review(db, "a", "alice", "done")
+    page = work.queue(db, "alice", limit=2)
+    assert ([r.summary.id for r in page.rows], page.total) == (["a", "b"], 4)
+    assert [r.status for r in page.rows] == ["done", "not_started"]
+    assert [r.summary.id for r in work.queue(db, "alice", unfinished=True, limit=1).rows] == ["b"]
+    assert work.queue(db, "alice", search="STRASSE C").total == 1, "casefold: ß is ss"
+    assert work.queue(db, "alice", search="word3", limit=1).total == 4
+    assert work.queue(db, "alice", ids=["d", "a"]).total == 2
+
+
 def test_queue_filters_progress_and_next_unfinished(db):
     for tid, system in (("a", "AG2"), ("b", "AG2"), ("c", "MetaGPT")):
         save_trajectory(db, _traj(tid, system))
     review.set_review(db, "a", "alice", "done")
-    rows = work.queue(db, "alice")
+    rows = work.queue(db, "alice").rows
     assert [r.summary.id for r in rows] == ["a", "b", "c"]
-    assert [r.summary.id for r in work.queue(db, "alice", system="MetaGPT")] == ["c"]
-    assert [r.summary.id for r in work.queue(db, "alice", status="done")] == ["a"]
-    assert len(work.queue(db, "alice", search="word3")) == 3
-    assert work.queue(db, "alice", search="absentword") == []
+    assert [r.summary.id for r in work.queue(db, "alice", system="MetaGPT").rows] == ["c"]
+    assert [r.summary.id for r in work.queue(db, "alice", status="done").rows] == ["a"]
+    assert len(work.queue(db, "alice", search="word3").rows) == 3
+    assert work.queue(db, "alice", search="absentword") == work.Queue([], 0)
     assert work.next_unfinished(rows).summary.id == "b"
     assert work.next_unfinished(rows, after="b").summary.id == "c"
     assert work.progress(db, "alice") == work.AnnotatorProgress(done=1, in_progress=0, total=3)

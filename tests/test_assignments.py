@@ -91,10 +91,10 @@ def test_queue_lists_own_assignments_first_and_only(db):
     for i in range(4):
         save_trajectory(db, trajectory(f"t{i}", n=3))
     store.add_assignments(db, [("t2", "bob"), ("t3", "bob"), ("t3", "alice")])
-    assert [r.summary.id for r in work.queue(db, "bob")] == ["t2", "t3"]
-    assert [r.summary.id for r in work.queue(db, "bob", everything=True)] == ["t2", "t3", "t0", "t1"]
+    assert [r.summary.id for r in work.queue(db, "bob").rows] == ["t2", "t3"]
+    assert [r.summary.id for r in work.queue(db, "bob", everything=True).rows] == ["t2", "t3", "t0", "t1"]
     assert work.blind_items(db, "bob") == {"t3"}
-    assert [r.summary.id for r in work.queue(db, "dave")] == ["t0", "t1", "t2", "t3"], "no assignments: all"
+    assert [r.summary.id for r in work.queue(db, "dave").rows] == ["t0", "t1", "t2", "t3"], "no assignments: all"
 
 
 def test_cli_assign_then_progress_json(db_path):

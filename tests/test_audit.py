@@ -95,7 +95,7 @@ def test_sample_is_stored_tagged_and_reproducible(judged):
     assert {i.stratum for i in items} == {"all"} and get_sample(db, "audit-1").strata == {"all": (N, 30)}
     listed = invoke(path, "list", "--tag", "audit-1", "--json")
     assert sorted(orjson.loads(line)["id"] for line in listed.output.splitlines()) == [i.trajectory_id for i in items]
-    assert sorted(q.summary.id for q in queue(db, "alice", tag="audit-1")) == [i.trajectory_id for i in items]
+    assert sorted(q.summary.id for q in queue(db, "alice", tag="audit-1").rows) == [i.trajectory_id for i in items]
     again = invoke(path, "sample", "-s", "run:1", "-n", "30", "--tag", "audit-1", "--seed", "7")
     assert again.exit_code == 1 and "exists already" in again.output
     invoke(path, "sample", "-s", "run:1", "-n", "30", "--tag", "same-seed", "--seed", "7")

@@ -117,6 +117,19 @@ def test_cli_help_does_not_import_heavy_modules():
     assert out.stdout.strip() == ""
 
 
+def test_the_annotation_app_starts_without_the_statistics_or_pandas():
+    """The app's start imports no scikit-learn (agreement is computed when someone has
+    assignments) and no pandas (sqlite-utils would load it for nothing), a second or more of
+    every ``mast annotate``."""
+    import subprocess
+    import sys
+
+    code = ("import sys, annotator.tui.app, annotator.cli;"
+            "print(','.join(m for m in ('sklearn', 'scipy', 'statsmodels', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
 def test_report_does_not_import_importers():
     """Reports read the store; what an importer knows that a report needs lives below both."""
     offenders = [

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError
-from annotator.report.agreement import cohen
 from annotator.store import assignments as store
 from annotator.store import labels as label_store
 from annotator.store import review
@@ -190,6 +189,10 @@ def person_progress(db: Database, annotator: str, mode_ids: Sequence[str]) -> Pe
             for mode in mode_ids:
                 cells[current.get((annotator, mode), False), current.get((other, mode), False)] += 1
     n = sum(cells.values())
+    # imported here, not with the module: the queue (and so the annotation app's start) imports
+    # this module, and scikit-learn's import alone took a second
+    from annotator.report.agreement import cohen
+
     kappa = cohen(cells[True, True], cells[True, False], cells[False, True], cells[False, False]) if n else None
     return PersonProgress(
         annotator=annotator,

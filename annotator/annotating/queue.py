@@ -2,12 +2,13 @@
 
 Pure reads over the store, shared by the TUI's queue screen and anything else that needs the
 same view (filters by system, model, review status and full-text search; progress; the next
-unfinished trajectory).
+unfinished trajectory). A queue lists its first ``QUEUE_LIMIT`` trajectories and says how many
+match: a database of a million is narrowed by its filters and search, not scrolled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,7 +19,7 @@ from annotator.models import ReviewStatus
 from annotator.store import assignments, review, suggestions
 from annotator.store.report_tables import count_trajectories
 from annotator.store.review_counts import status_counts
-from annotator.store.trajectories import distinct_values, list_trajectories
+from annotator.store.trajectories import distinct_values, queue_page
 from annotator.views import TrajectoryFilter, TrajectorySummary
 
 
@@ -34,6 +35,18 @@ class QueueRow:
     blind: bool = False
     """An overlap item (given to someone else too): worked blind, so its outcome and
     suggestions are not shown with it."""
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The first rows of a queue, and how many trajectories match its filters in all."""
+
+    rows: list[QueueRow]
+    total: int
+
+
+#: Rows a queue lists at once.
+QUEUE_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -57,42 +70,39 @@ def queue(
     search: str | None = None,
     everything: bool = False,
     tag: str | None = None,
-) -> list[QueueRow]:
-    """The trajectories matching the filters, with this annotator's status and waiting suggestions.
+    unfinished: bool = False,
+    ids: Sequence[str] | None = None,
+    limit: int = QUEUE_LIMIT,
+) -> Queue:
+    """The trajectories matching the filters (the first ``limit``), with this annotator's status
+    and waiting suggestions; ``search`` finds ids and titles that hold it (any case) and steps
+    that hold every word of it; ``unfinished`` leaves out what the annotator has done; ``ids``
+    keeps only those trajectories.
 
     An annotator with assignments sees only those, unless ``everything``: then the others follow.
     """
-    flt = TrajectoryFilter(system=system, model=model, review_status=status, annotator=annotator, tag=tag)
-    listed = list_trajectories(db, flt)
-    if search:
-        listed = _matching(db, listed, flt, search)
-    states = {s.trajectory_id: s.status for s in review.review_states(db, annotator)}
-    pending = suggestions.pending_counts(db, annotator)
-    mine = assignments.assigned_to(db, annotator)
-    shared = blind_items(db, annotator)
-    rows = [
-        QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0), t.id in mine, t.id in shared)
-        for t in listed
-        if everything or not mine or t.id in mine
-    ]
-    return sorted(rows, key=lambda r: not r.assigned)
-
-
-def _matching(db: Database, listed: list[TrajectorySummary], flt: TrajectoryFilter, search: str) -> list[TrajectorySummary]:
-    """The listed trajectories whose id or title holds ``search`` (any case), or whose steps hold
-    every word of it (full-text)."""
-    in_steps = {t.id for t in list_trajectories(db, flt.model_copy(update={"search": search}))}
-    needle = search.casefold()
-    return [t for t in listed if t.id in in_steps or needle in t.id.casefold() or needle in (t.title or "").casefold()]
+    flt = TrajectoryFilter(system=system, model=model, review_status=status, annotator=annotator, tag=tag, ids=ids)
+    mine_only = not everything and has_assignments(db, annotator)
+    listed, total = queue_page(db, flt, limit, text=search, assigned_to=annotator, assigned_only=mine_only,
+                               unfinished_for=annotator if unfinished else None)
+    ids = [t.id for t in listed]
+    states = {s.trajectory_id: s.status for s in review.review_states(db, annotator, ids)}
+    pending = suggestions.pending_counts(db, annotator, ids)
+    mine = assignments.assigned_to(db, annotator, ids)
+    shared = blind_items(db, annotator, ids)
+    rows = [QueueRow(t, states.get(t.id, "not_started"), pending.get(t.id, 0), t.id in mine, t.id in shared)
+            for t in listed]
+    return Queue(rows, total)
 
 
 def has_assignments(db: Database, annotator: str) -> bool:
-    return bool(assignments.assigned_to(db, annotator))
+    return assignments.has_assignments(db, annotator)
 
 
-def blind_items(db: Database, annotator: str) -> set[str]:
-    """The annotator's overlap items: also given to someone else, so opened blind to their labels."""
-    return set(assignments.co_assigned(db, annotator))
+def blind_items(db: Database, annotator: str, ids: Collection[str] | None = None) -> set[str]:
+    """The annotator's overlap items (of ``ids``, or all): also given to someone else, so opened
+    blind to their labels."""
+    return set(assignments.co_assigned(db, annotator, ids))
 
 
 def progress(db: Database, annotator: str, mode_ids: Sequence[str] = ()) -> AnnotatorProgress:

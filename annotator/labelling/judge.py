@@ -200,7 +200,10 @@ class LLMLabeller:
 
     async def label(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
         plans = self.plan(trajectory)
-        results = await asyncio.gather(*(self._answer(trajectory, p) for p in plans), return_exceptions=True)
+        if len(plans) == 1:  # the usual case: awaited in place, without a task and a gather of its own
+            results: list = [await self._answer(trajectory, plans[0])]
+        else:
+            results = await asyncio.gather(*(self._answer(trajectory, p) for p in plans), return_exceptions=True)
         for r in results:
             if isinstance(r, BaseException):
                 raise r

@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from sqlite_utils import Database
 
 from annotator.errors import LabellingError, RunInterrupted
+from annotator.heap import older_objects_frozen
 from annotator.labelling.judge import BudgetExhausted, LLMLabeller, uncached_plans
 from annotator.labelling.pricing import PROMPT_CACHE_MIN_TOKENS, Price, Usage
 from annotator.labelling.verdicts import Labeller, ModeVerdict
@@ -51,6 +52,8 @@ DEFAULT_CONCURRENCY = 16
 #: Most finished trajectories written in one transaction, and longest a finished one waits.
 FLUSH_ITEMS = 64
 FLUSH_S = 0.25
+#: New containers a run lets accumulate before the collector looks at them (Python's default 700).
+GC_YOUNG = 20_000
 
 
 class RunProgress(BaseModel):
@@ -133,12 +136,14 @@ def begin_usage(db: Database, run: LabelRun, max_cost: float | None) -> Usage:
 
 
 def to_labels(verdicts: Sequence[ModeVerdict], run: LabelRun, trajectory_id: str, taxonomy_hash: str) -> list[Label]:
-    """A run's verdicts as suggestion labels under the run's annotator."""
+    """A run's verdicts as suggestion labels under the run's annotator, with one timestamp:
+    they are written together."""
+    annotator, created_at = run.annotator, utcnow()
     return [
         Label(
             trajectory_id=trajectory_id,
             mode_id=v.mode_id,
-            annotator=run.annotator,
+            annotator=annotator,
             verdict=v.verdict,
             onset_step=v.onset_step,
             evidence_steps=v.evidence_steps,
@@ -150,6 +155,7 @@ def to_labels(verdicts: Sequence[ModeVerdict], run: LabelRun, trajectory_id: str
             grounded=v.grounded,
             taxonomy_hash=taxonomy_hash,
             extra={"votes": v.votes} if v.votes else {},
+            created_at=created_at,
         )
         for v in verdicts
     ]
@@ -269,7 +275,12 @@ async def run_labeller(
 
     report()
     try:
-        await asyncio.gather(workers(), finished.keep_writing(all_done))
+        # Every request allocates a few hundred containers (the client's request and response
+        # objects, tasks, models) that live until its answer: the collections they set off
+        # walked the whole process, and the young objects of the 64 requests in flight, each
+        # time: a seventh of the runner's CPU at 64 in flight.
+        with older_objects_frozen(young=GC_YOUNG):
+            await asyncio.gather(workers(), finished.keep_writing(all_done))
     except (asyncio.CancelledError, KeyboardInterrupt, RunInterrupted):
         report()
         close("interrupted")

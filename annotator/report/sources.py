@@ -141,7 +141,11 @@ def _annotator_labels(db: Database, name: str, ids: np.ndarray, mode_ids: tuple[
     timed = is_present & (step >= 0)
     onset[r[timed], mode[timed]] = step[timed]
     complete = ok & (verdicts.total == k)
-    absent[pos[complete]] = ~(present[pos[complete]] | unknown[pos[complete]])
+    rows = pos[complete]
+    if len(rows) == n:  # every trajectory has a verdict on every mode (the rows are distinct): no gather
+        absent = ~(present | unknown)
+    else:
+        absent[rows] = ~(present[rows] | unknown[rows])
     partial = ok & (verdicts.total < k) & (verdicts.absent > 0)
     if partial.any():
         cells = report_tables.absent_cells(db, name, verdicts.tids[partial].tolist())
@@ -165,31 +169,33 @@ def load(db: Database, source: Source, ids: np.ndarray, mode_ids: tuple[str, ...
     if source.kind is SourceKind.CONSENSUS:
         return _consensus(db, source, ids, mode_ids, verdicts, reviews)
     present, absent, unknown, onset = _annotator_labels(db, source.name, ids, mode_ids, verdicts[source.name])
-    any_label = (present | absent | unknown).any(axis=1)
+    decided = present | absent | unknown
+    any_label = decided.any(axis=1)
     reasons: Counter = Counter()
     if source.kind is SourceKind.PERSON:
         finished = _done(reviews[source.name], reasons)
     elif source.kind is SourceKind.RUN:
-        complete = (present | absent | unknown)[:, modes_covered(present | absent | unknown)].all(axis=1) & any_label
+        complete = decided[:, modes_covered(decided)].all(axis=1) & any_label
         finished = complete
         reasons["labelled only some modes in the run"] = int((any_label & ~complete).sum())
         reasons["not labelled by the run"] = int((~any_label).sum())
     elif source.kind is SourceKind.ADJUDICATED:
-        finished = (present | absent | unknown).all(axis=1)
+        finished = decided.all(axis=1)
         reasons["disagreements still to decide"] = int((any_label & ~finished).sum())
         reasons["not adjudicated"] = int((~any_label).sum())
     else:
         finished = any_label
         reasons["no labels by this source"] = int((~any_label).sum())
+    everything = bool(finished.all())  # the usual case: the matrices as they are, not masked copies
     return SourceLabels(
         source=source,
         finished=finished,
-        present=present & finished[:, None],
-        known=(present | absent) & finished[:, None],
-        onset=np.where(finished[:, None], onset, np.nan),
+        present=present if everything else present & finished[:, None],
+        known=(present | absent) if everything else (present | absent) & finished[:, None],
+        onset=onset if everything else np.where(finished[:, None], onset, np.nan),
         not_finished=+reasons,
         outside_codebook=verdicts[source.name].outside_codebook,
-        covered=modes_covered((present | absent | unknown)[finished]),
+        covered=modes_covered(decided if everything else decided[finished]),
     )
 
 

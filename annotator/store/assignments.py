@@ -6,12 +6,13 @@ given out, so a person's queue does not change under them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from sqlite_utils import Database
 
 from annotator.models import utcnow
 from annotator.store.db import write
+from annotator.store.rows import among
 
 
 def assigned(db: Database) -> dict[str, list[str]]:
@@ -22,19 +23,27 @@ def assigned(db: Database) -> dict[str, list[str]]:
     return out
 
 
-def assigned_to(db: Database, annotator: str) -> set[str]:
-    """Ids of the trajectories given to ``annotator``."""
-    return {r[0] for r in db.execute("SELECT trajectory_id FROM assignments WHERE annotator = ?", [annotator])}
+def assigned_to(db: Database, annotator: str, ids: Collection[str] | None = None) -> set[str]:
+    """Ids of the trajectories (of ``ids``, or all) given to ``annotator``."""
+    within, more = among("trajectory_id", ids)
+    return {r[0] for r in db.execute(f"SELECT trajectory_id FROM assignments WHERE annotator = ?{within}",
+                                     [annotator, *more])}
 
 
-def co_assigned(db: Database, annotator: str) -> dict[str, list[str]]:
-    """Of the annotator's trajectories, those also given to someone else: id -> the others."""
+def has_assignments(db: Database, annotator: str) -> bool:
+    """Whether ``annotator`` has been given any trajectory."""
+    return db.execute("SELECT 1 FROM assignments WHERE annotator = ? LIMIT 1", [annotator]).fetchone() is not None
+
+
+def co_assigned(db: Database, annotator: str, ids: Collection[str] | None = None) -> dict[str, list[str]]:
+    """Of the annotator's trajectories (of ``ids``, or all), those also given to someone else: id -> the others."""
     out: dict[str, list[str]] = {}
+    within, more = among("a.trajectory_id", ids)
     rows = db.execute(
         "SELECT a.trajectory_id, b.annotator FROM assignments a JOIN assignments b"
-        " ON b.trajectory_id = a.trajectory_id AND b.annotator != a.annotator WHERE a.annotator = ?"
+        f" ON b.trajectory_id = a.trajectory_id AND b.annotator != a.annotator WHERE a.annotator = ?{within}"
         " ORDER BY a.trajectory_id, b.annotator",
-        [annotator],
+        [annotator, *more],
     )
     for tid, other in rows:
         out.setdefault(tid, []).append(other)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 from sqlite_utils import Database
 
 from annotator.errors import ReportError
@@ -71,33 +72,37 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None,
     where the task is unknown. Each grouping column comes as codes into its sorted levels.
     Each reviewer's review status comes as a small integer beside each trajectory (a look-up
     of its review by key as the row is read), not as a million (id, status) rows to match.
+    SQLite folds each block into one row (:func:`_folded_blocks`): the texts as JSON arrays,
+    the integers as comma-separated text, so no Python tuple is made per trajectory.
     """
     where, params = _where(flt or TrajectoryFilter())
-    groups = ", ".join(f"coalesce(nullif(t.{c}, ''), '-')" for c in GROUP_COLUMNS)
+    groups = "".join(f", coalesce(nullif(t.{c}, ''), '-') AS g{i}" for i, c in enumerate(GROUP_COLUMNS))
     statuses = "".join(f", CASE WHEN r{i}.status IS NULL THEN {NO_REVIEW} WHEN r{i}.status = 'done' THEN {DONE}"
                        f" WHEN r{i}.status = 'in_progress' THEN {IN_PROGRESS} WHEN r{i}.status = 'not_started'"
-                       f" THEN {NOT_STARTED} ELSE {OTHER} END" for i in range(len(reviewers)))
+                       f" THEN {NOT_STARTED} ELSE {OTHER} END AS r{i}" for i in range(len(reviewers)))
     joins = "".join(f" LEFT JOIN review_state r{i} ON r{i}.trajectory_id = t.id AND r{i}.annotator = ?"
                     for i in range(len(reviewers)))
-    sql = (
-        f"SELECT t.id, t.title, {groups}, CASE t.outcome WHEN 'failure' THEN 1 WHEN 'success' THEN 0 ELSE -1 END,"
-        f" t.n_steps{statuses} FROM trajectories t{joins}"
+    rows = (
+        f"SELECT t.id AS k, t.title AS title{groups}, CASE t.outcome WHEN 'failure' THEN 1 WHEN 'success' THEN 0"
+        f" ELSE -1 END AS outcome, coalesce(CAST(t.n_steps AS INTEGER), 0) AS n_steps{statuses}"
+        f" FROM trajectories t{joins} WHERE " + " AND ".join(where)
     )
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    cursor = db.execute(sql + " ORDER BY t.id", [*reviewers, *params])
-    ids, titles, numbers = [], [], []
+    numbers = ["outcome", "n_steps", *(f"r{i}" for i in range(len(reviewers)))]
+    folded = ", ".join(["json_group_array(k)", "json_group_array(title)",
+                        *(f"json_group_array(g{i})" for i in range(len(GROUP_COLUMNS))),
+                        *(f"group_concat({c})" for c in numbers)])
+    ids, titles, number_parts = [], [], []
     found = [_Codes() for _ in GROUP_COLUMNS]
     codes: list[list[np.ndarray]] = [[] for _ in GROUP_COLUMNS]
-    while rows := cursor.fetchmany(BLOCK):
-        cols = list(zip(*rows, strict=True))
-        ids.append(np.asarray(cols[0], dtype=str))
-        titles.append(_objects(cols[1]))
+    for n, block in _folded_blocks(db, folded, rows, "t.id", [*reviewers, *params]):
+        ids.append(np.asarray(orjson.loads(block[0]), dtype=str))
+        titles.append(_objects(orjson.loads(block[1])))
         for i, seen in enumerate(found):
-            codes[i].append(np.fromiter(map(seen.__getitem__, cols[2 + i]), dtype=np.int32, count=len(rows)))
-        numbers.append(np.asarray(cols[5:], dtype=np.int64))
-    number = np.concatenate(numbers, axis=1) if numbers else np.zeros((2 + len(reviewers), 0), dtype=np.int64)
+            codes[i].append(np.fromiter(map(seen.__getitem__, orjson.loads(block[2 + i])), dtype=np.int32, count=n))
+        number_parts.append(np.stack([_integers(text, n) for text in block[2 + len(GROUP_COLUMNS):]]))
+    number = np.concatenate(number_parts, axis=1) if number_parts else np.zeros((len(numbers), 0), dtype=np.int64)
     all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=str)
+    all_titles = np.concatenate(titles) if titles else _objects([])
     levels, sorted_codes = {}, {}
     for i, column in enumerate(GROUP_COLUMNS):
         names = sorted(found[i])
@@ -105,11 +110,58 @@ def trajectory_columns(db: Database, flt: TrajectoryFilter | None = None,
         rank[[found[i][v] for v in names]] = np.arange(len(names), dtype=np.int32)
         levels[column] = names
         sorted_codes[column] = rank[np.concatenate(codes[i])] if codes[i] else np.zeros(0, dtype=np.int32)
+    order = _id_order(all_ids)
+    if order is not None:
+        all_ids, all_titles, number = all_ids[order], all_titles[order], number[:, order]
+        sorted_codes = {c: v[order] for c, v in sorted_codes.items()}
     return TrajectoryColumns(
-        ids=all_ids, titles=np.concatenate(titles) if titles else _objects([]), codes=sorted_codes, levels=levels,
+        ids=all_ids, titles=all_titles, codes=sorted_codes, levels=levels,
         outcome=number[0].astype(np.int8), n_steps=number[1], tasks=_task_groups(db, where, params, all_ids),
         reviews={name: number[2 + i].astype(np.int8) for i, name in enumerate(reviewers)},
     )
+
+
+def _folded_blocks(db: Database | sqlite3.Connection, folded: str, rows: str, key: str,
+                   params: Sequence, group: str = "") -> Iterator[tuple[int, tuple]]:
+    """The rows of the query ``rows`` (a SELECT whose first column is ``key AS k``, ending in
+    its WHERE conditions; ``group`` its GROUP BY, if any) in ``key`` order, :data:`BLOCK` at a
+    time, each block folded by SQLite into one row of the aggregates ``folded``: (rows in the
+    block, that row).
+
+    Reading a million rows one Python tuple at a time cost more than SQLite's work for them
+    (the objects, and the garbage collector walking them); a block folded into a few texts
+    (JSON arrays, comma-separated integers) is a few objects that orjson and numpy parse in
+    one call each. The blocks follow each other by key (``key > last``), so each is one range
+    of the key's index. SQLite does not promise the order of an aggregate's values, but it
+    folds each row into every aggregate of the block at once: the columns stay aligned, and
+    the caller puts them in key order if they are not (:func:`_id_order`).
+    """
+    last = None
+    while True:
+        bound = "" if last is None else f" AND {key} > ?"
+        n, last, *folds = db.execute(
+            f"SELECT count(*), max(k), {folded} FROM ({rows}{bound}{group} ORDER BY {key} LIMIT {BLOCK})",
+            [*params, *(() if last is None else (last,))],
+        ).fetchone()
+        if n:
+            yield n, tuple(folds)
+        if n < BLOCK:
+            return
+
+
+def _integers(text: str | None, n: int) -> np.ndarray:
+    """A block's comma-separated integers (``group_concat``) as int64, checked to be ``n``."""
+    values = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    if len(values) != n:
+        raise ReportError(f"read {len(values)} integers for {n} rows")  # a NULL group_concat skipped
+    return values
+
+
+def _id_order(ids: np.ndarray) -> np.ndarray | None:
+    """The permutation that sorts ``ids``, or None if they are sorted (as SQLite folds them)."""
+    if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()):
+        return None
+    return np.argsort(ids, kind="stable")
 
 
 class _Codes(dict):
@@ -206,6 +258,16 @@ class Verdicts:
         return cls(np.concatenate([p.tids for p in parts]), np.concatenate([p.total for p in parts]),
                    np.concatenate([p.absent for p in parts]), cells, sum(p.outside_codebook for p in parts))
 
+    def in_order(self) -> Verdicts:
+        """These verdicts with ``tids`` sorted (themselves if they are, as SQLite folds them)."""
+        order = _id_order(self.tids)
+        if order is None:
+            return self
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return Verdicts(self.tids[order], self.total[order], self.absent[order],
+                        np.column_stack([position[self.cells[:, 0]], self.cells[:, 1:]]), self.outside_codebook)
+
 
 def verdict_rows(
     db: Database | sqlite3.Connection, annotator: str, mode_ids: Sequence[str], after: str | None = None,
@@ -233,9 +295,9 @@ def verdict_rows(
     case, params = _mode_index(mode_ids)
     marks = ", ".join("?" for _ in mode_ids)
     sql = (
-        "SELECT s.trajectory_id, count(l.verdict), coalesce(sum(l.verdict = 'absent'), 0),"
+        "SELECT s.trajectory_id AS k, count(l.verdict) AS total, coalesce(sum(l.verdict = 'absent'), 0) AS absent,"
         f" group_concat(CASE WHEN l.verdict != 'absent' THEN (({case}) * 2 + (l.verdict = 'present'))"
-        " || ',' || coalesce(l.onset_step, -1) END), count(*)"
+        " || ',' || coalesce(l.onset_step, -1) END) AS cells, count(*) AS labelled"
         " FROM label_state s JOIN labels l ON l.id = s.label_id"
         f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
     )
@@ -248,24 +310,23 @@ def verdict_rows(
             args.append(bound)
             every_args.append(bound)
     labels = db.execute(every, every_args).fetchone()[0]
-    cursor = db.execute(sql + " GROUP BY s.trajectory_id", args)
+    folded = "json_group_array(k), group_concat(total), group_concat(absent), group_concat(cells), sum(labelled)"
     parts, in_codebook = [], 0
-    while rows := cursor.fetchmany(BLOCK):
-        tids, total, n_absent, codes, labelled = zip(*rows, strict=True)
-        parts.append(_verdicts(tids, total, n_absent, codes))
-        in_codebook += sum(labelled)
-    joined = Verdicts.join(parts)
+    for n, (tids, total, n_absent, cells, labelled) in _folded_blocks(
+            db, folded, sql, "s.trajectory_id", args, " GROUP BY s.trajectory_id"):
+        parts.append(_verdicts(orjson.loads(tids), _integers(total, n), _integers(n_absent, n), cells))
+        in_codebook += labelled
+    joined = Verdicts.join(parts).in_order()
     joined.outside_codebook = labels - in_codebook
     return joined
 
 
-def _verdicts(tids: Sequence[str], total: Sequence[int], n_absent: Sequence[int], codes: Sequence[str | None],
+def _verdicts(tids: list[str], total: np.ndarray, n_absent: np.ndarray, cells: str | None,
               to_codebook: np.ndarray | None = None) -> Verdicts:
-    """A block of folded rows as arrays; ``to_codebook`` maps the summary's mode codes to the
-    codebook's indexes."""
-    total, n_absent = np.asarray(total, dtype=np.int16), np.asarray(n_absent, dtype=np.int16)
-    text = ",".join(c for c in codes if c)
-    pairs = np.fromstring(text, dtype=np.int64, sep=",").reshape(-1, 2) if text else np.zeros((0, 2), np.int64)
+    """A block of folded rows as arrays (``cells``: their non-absent verdicts' pairs, joined
+    by commas); ``to_codebook`` maps the summary's mode codes to the codebook's indexes."""
+    total, n_absent = total.astype(np.int16), n_absent.astype(np.int16)
+    pairs = np.fromstring(cells, dtype=np.int64, sep=",").reshape(-1, 2) if cells else np.zeros((0, 2), np.int64)
     if to_codebook is not None:
         pairs[:, 0] = to_codebook[pairs[:, 0] >> 1] * 2 + (pairs[:, 0] & 1)
     verdicts = total > 0  # a trajectory whose labels all lack a verdict has no row
@@ -278,21 +339,21 @@ def _summary_rows(db: Database | sqlite3.Connection, annotator: str, after: str 
                   order: list[int], bits: int) -> Verdicts | None:
     """The annotator's rows of ``verdict_summary`` in [after, before), or None if one of them has a
     label on a mode outside the codebook (its mode bits inside the codebook number fewer than its labels)."""
-    sql = "SELECT trajectory_id, verdicts, absent, cells, labels, modes FROM verdict_summary WHERE annotator = ?"
+    sql = ("SELECT trajectory_id AS k, verdicts, absent, cells, labels, modes FROM verdict_summary"
+           " WHERE annotator = ?")
     args: list = [annotator]
     for bound, op in ((after, ">="), (before, "<")):
         if bound is not None:
             sql += f" AND trajectory_id {op} ?"
             args.append(bound)
-    cursor = db.execute(sql + " ORDER BY trajectory_id", args)
+    folded = ("json_group_array(k), group_concat(verdicts), group_concat(absent), group_concat(nullif(cells, '')),"
+              " group_concat(labels), group_concat(modes)")
     to_codebook, parts = np.asarray(order, dtype=np.int64), []
-    while rows := cursor.fetchmany(BLOCK):
-        tids, total, n_absent, codes, labelled, modes = zip(*rows, strict=True)
-        inside = np.bitwise_count(np.asarray(modes, dtype=np.int64) & bits)
-        if (inside != np.asarray(labelled)).any():
+    for n, (tids, total, n_absent, cells, labelled, modes) in _folded_blocks(db, folded, sql, "trajectory_id", args):
+        if (np.bitwise_count(_integers(modes, n) & bits) != _integers(labelled, n)).any():
             return None
-        parts.append(_verdicts(tids, total, n_absent, codes, to_codebook))
-    return Verdicts.join(parts)
+        parts.append(_verdicts(orjson.loads(tids), _integers(total, n), _integers(n_absent, n), cells, to_codebook))
+    return Verdicts.join(parts).in_order()
 
 
 class VerdictReads:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlite_utils import Database
 
 from annotator.models import ReviewState, ReviewStatus, utcnow
 from annotator.store.db import write
+from annotator.store.rows import among
 
 
 def get_review(db: Database, trajectory_id: str, annotator: str) -> ReviewState:
@@ -67,13 +70,16 @@ def blind_reviews(db: Database, annotators: list[str]) -> list[tuple[str, str, b
     return [(t, a, None if b is None else bool(b)) for t, a, b in rows]
 
 
-def review_states(db: Database, annotator: str | None = None) -> list[ReviewState]:
-    """Every stored review state (of one annotator, or of all)."""
-    sql = "SELECT trajectory_id, annotator, status, seconds_spent, updated_at FROM review_state"
+def review_states(db: Database, annotator: str | None = None, ids: Collection[str] | None = None) -> list[ReviewState]:
+    """Every stored review state (of one annotator, or of all; on the trajectories ``ids``, or all)."""
+    sql = "SELECT trajectory_id, annotator, status, seconds_spent, updated_at FROM review_state WHERE 1"
     params: list = []
     if annotator is not None:
-        sql += " WHERE annotator = ?"
+        sql += " AND annotator = ?"
         params.append(annotator)
+    within, more = among("trajectory_id", ids)
+    sql += within
+    params += more
     return [
         ReviewState(trajectory_id=r[0], annotator=r[1], status=r[2], seconds_spent=r[3], updated_at=r[4])
         for r in db.execute(sql + " ORDER BY trajectory_id, annotator", params)

@@ -16,12 +16,21 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from annotator.store._json import loads
+from annotator.store._json import dumps, loads
 
 M = TypeVar("M", bound=BaseModel)
 
 #: A column decoder: the stored value (never NULL) to the model's value.
 Decoder = Callable[[Any], Any]
+
+
+def among(column: str, ids: Collection[str] | None) -> tuple[str, list]:
+    """The condition (and its parameter) that ``column`` is one of ``ids``, ``("", [])`` for
+    None (no restriction): one parameter whatever the number of ids, a JSON array read by
+    ``json_each``, where a ``?`` each would meet SQLite's limit on parameters."""
+    if ids is None:
+        return "", []
+    return f" AND {column} IN (SELECT value FROM json_each(?))", [dumps(list(ids))]
 
 
 def select(

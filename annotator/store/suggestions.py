@@ -7,20 +7,24 @@ grouped query here rather than a label scan per row in the front end.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlite_utils import Database
 
 from annotator.store.labels import WITHDRAWN
+from annotator.store.rows import among
 
 
-def pending_counts(db: Database, annotator: str) -> dict[str, int]:
-    """Number of undecided suggestions per trajectory id, for ``annotator``."""
+def pending_counts(db: Database, annotator: str, ids: Collection[str] | None = None) -> dict[str, int]:
+    """Number of undecided suggestions per trajectory id (of ``ids``, or all), for ``annotator``."""
+    within, more = among("s.trajectory_id", ids)
     rows = db.execute(
         "SELECT s.trajectory_id, count(*) FROM label_state s JOIN labels l ON l.id = s.label_id"
         " WHERE s.annotator LIKE 'run:%' AND l.verdict = 'present' AND coalesce("
         " (SELECT d.decision FROM suggestion_decisions d WHERE d.label_id = l.id AND d.annotator = ?"
-        " ORDER BY d.id DESC LIMIT 1), ?) = ?"
+        f" ORDER BY d.id DESC LIMIT 1), ?) = ?{within}"
         " GROUP BY s.trajectory_id",
-        [annotator, WITHDRAWN, WITHDRAWN],
+        [annotator, WITHDRAWN, WITHDRAWN, *more],
     ).fetchall()
     return {r[0]: r[1] for r in rows}
 

@@ -133,7 +133,7 @@ class AnnotatorApp(App[None]):
         screen opened on it shows what the session says.
         """
         if trajectory_id not in self._sessions:
-            blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator)
+            blind = self.blind or trajectory_id in work.blind_items(self.db, self.annotator, [trajectory_id])
             self._sessions[trajectory_id] = AnnotationSession(
                 self.db, trajectory_id, self.annotator, self.taxonomy, blind=blind
             )

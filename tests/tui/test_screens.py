@@ -55,6 +55,28 @@ async def test_queue_next_unfinished(tui_db):
         assert app.screen.session.trajectory_id == "t3"
 
 
+async def test_a_queue_longer_than_its_page_says_so_and_finds_the_next_unfinished_beyond(tui_db, read_screen,
+                                                                                         monkeypatch):
+    """A queue lists its first rows and says how many match; ``n`` with every listed one done
+    opens the first unfinished one beyond them, and a filter narrows to what fits."""
+    from annotator.annotating import queue as work
+
+    monkeypatch.setattr(work, "QUEUE_LIMIT", 2)
+    app = make_app(tui_db, "alice")
+    for tid in ("t1", "t3"):
+        review.set_review(app.db, tid, "alice", "done")
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 2 and app.queue_ids == ["t1", "t3"]
+        assert "showing the first 2 of 3: filter or search for the others" in read_screen(app)
+        await pilot.press("n")
+        assert isinstance(app.screen, ReplayScreen) and app.screen.session.trajectory_id == "t2"
+        await pilot.press("escape")
+        app.screen.query_one("#system", Select).value = "MetaGPT"
+        await pilot.pause()
+        assert table.row_count == 1 and "showing 1" in read_screen(app)
+
+
 async def test_compare_lists_disagreements_and_jumps_to_both_onsets(tui_db, read_screen):
     app = make_app(tui_db, "alice")
     async with app.run_test(size=SIZE) as pilot:

@@ -4,7 +4,9 @@ Enter opens the trajectory under the cursor; ``n`` opens the next unfinished one
 column is left out in blind mode, and so are waiting suggestions; an overlap item, which opens
 blind, shows neither in its row. The search looks in titles, ids and step text as it is typed.
 An annotator given trajectories by ``mast assign`` sees those first and only (``a`` shows
-everything), and the header says how far they are with them.
+everything), and the header says how far they are with them. The first ``QUEUE_LIMIT``
+matching trajectories are listed, and the header says how many match in all; ``n`` finds the
+next unfinished one among all of them.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class QueueScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[work.QueueRow] = []
+        self.total = 0
+        """How many trajectories match, of which ``rows`` are the first."""
         self.columns: list[ColumnKey] = []
         self._header_text = Text()
         self.search: str | None = None
@@ -93,8 +97,11 @@ class QueueScreen(Screen[None]):
         value = self.query_one(f"#{widget_id}", Select).value
         return None if value is Select.NULL else str(value)
 
-    def _query(self) -> list[work.QueueRow]:
-        rows = work.queue(
+    def _query(self, *, unfinished: bool = False, limit: int | None = None) -> work.Queue:
+        wanted = None
+        if self.app.adjudicate is not None:
+            wanted = to_adjudicate(self.app.db, *self.app.adjudicate, self.app.taxonomy)
+        return work.queue(
             self.app.db,
             self.app.annotator,
             system=self._filter("system"),
@@ -103,11 +110,10 @@ class QueueScreen(Screen[None]):
             search=self.search,
             tag=self.app.tag,
             everything=self.everything or self.app.adjudicate is not None,
+            unfinished=unfinished,
+            ids=wanted,
+            limit=work.QUEUE_LIMIT if limit is None else limit,
         )
-        if self.app.adjudicate is not None:
-            wanted = set(to_adjudicate(self.app.db, *self.app.adjudicate, self.app.taxonomy))
-            rows = [r for r in rows if r.summary.id in wanted]
-        return rows
 
     def _cells(self, r: work.QueueRow) -> list[Text]:
         s = r.summary
@@ -123,14 +129,15 @@ class QueueScreen(Screen[None]):
             cells.append(Text(str(r.pending_suggestions) if shown else "", style="#d7afff"))
         return cells
 
-    def reload(self, follow: str | None = None, rows: list[work.QueueRow] | None = None) -> None:
-        """Redraw every row (``rows`` if already read, else queried); the cursor goes to ``follow``
+    def reload(self, follow: str | None = None, listed: work.Queue | None = None) -> None:
+        """Redraw every row (``listed`` if already read, else queried); the cursor goes to ``follow``
         (default: the trajectory opened last), else stays at its row number."""
         app = self.app
         table = self.query_one(DataTable)
         keep = table.cursor_row
         follow = follow or app.last_opened
-        self.rows = self._query() if rows is None else rows
+        listed = self._query() if listed is None else listed
+        self.rows, self.total = listed.rows, listed.total
         app.queue_ids = [r.summary.id for r in self.rows]
         table.clear()
         for r in self.rows:
@@ -148,18 +155,18 @@ class QueueScreen(Screen[None]):
         cursor and the scroll position stay; otherwise the list is rebuilt around the same row.
         """
         table = self.query_one(DataTable)
-        rows = self._query()
-        if [r.summary.id for r in rows] != self.app.queue_ids:
+        listed = self._query()
+        if [r.summary.id for r in listed.rows] != self.app.queue_ids:
             y = table.scroll_y
             under = self.rows[table.cursor_row].summary.id if self.rows else None
-            self.reload(follow=under, rows=rows)
+            self.reload(follow=under, listed=listed)
             table.scroll_to(y=y, animate=False)
             return
-        for old, new in zip(self.rows, rows):
+        for old, new in zip(self.rows, listed.rows):
             if old != new:
                 for column, cell in zip(self.columns, self._cells(new)):
                     table.update_cell(new.summary.id, column, cell)
-        self.rows = rows
+        self.rows, self.total = listed.rows, listed.total
         self._header()
 
     def _header(self) -> None:
@@ -170,7 +177,11 @@ class QueueScreen(Screen[None]):
         out.append(f"   {p.done}/{p.total} done, {p.in_progress} in progress", style="bold")
         if p.total:
             out.append(f" ({100 * p.done / p.total:.0f}%)")
-        out.append(f"   showing {len(self.rows)}", style="grey62")
+        if self.total > len(self.rows):
+            out.append(f"   showing the first {len(self.rows):,} of {self.total:,}: filter or search for the others",
+                       style="grey62")
+        else:
+            out.append(f"   showing {len(self.rows)}", style="grey62")
         if not p.total:
             out.append("   nothing to annotate yet: mast import PATH, or mast annotate PATH", style="bold #ffd75f")
         elif not self.rows and self.search:
@@ -222,6 +233,8 @@ class QueueScreen(Screen[None]):
 
     def action_next_unfinished(self) -> None:
         row = work.next_unfinished(self.rows)
+        if row is None and self.total > len(self.rows):  # among those not listed
+            row = next(iter(self._query(unfinished=True, limit=1).rows), None)
         if row is None:
             self.notify("every trajectory in this list is done")
             return
