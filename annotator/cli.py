@@ -57,7 +57,13 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _open(ctx: click.Context):
     from annotator.store import open_db
 
-    return open_db(_settings(ctx).db)
+    path = _settings(ctx).db
+
+    def upgrading(names: list[str]) -> None:
+        err.print(f"upgrading {path} to this release's schema ({', '.join(names)}): once, and a large database"
+                  " takes minutes")
+
+    return open_db(path, on_upgrade=upgrading)
 
 
 def _settings(ctx: click.Context):

@@ -144,16 +144,17 @@ def test_export_refuses_consensus(labelled):
 
 
 def test_rows_as_export_writes_them_are_stored_as_the_field_by_field_check_stores_them(labelled):
-    from annotator.importers.mast_export import _stored_label, _written_label
+    from annotator.importers.mast_export import _stored_label, _written_block
+    from annotator.store.binding import bound
 
     rows = [orjson.loads(line) for line in export.render(labelled, "jsonl", ["alice", "judge"], TAX).splitlines()]
-    assert rows and all(_written_label(r) is not None and _written_label(r) == _stored_label(r) for r in rows)
+    assert rows and _written_block(rows) == [bound(_stored_label(r)) for r in rows]
     row = next(r for r in rows if r["evidence_steps"])  # the label with every field set
     # Other types or forms, and rows without every key, are left to the field-by-field check or the model:
     for other in ({**row, "confidence": 1}, {**row, "grounded": 1}, {**row, "schema_version": True},
                   {k: v for k, v in row.items() if k != "quote"}, {**row, "created_at": "2026-13-01T00:00:00"},
                   {**row, "evidence_steps": [1, "2"]}, {**row, "confidence": 1.5}, {**row, "verdict": "maybe"}):
-        assert _written_label(other) is None
+        assert _written_block([other]) is None and _written_block([*rows, other]) is None
     assert _stored_label({**row, "confidence": 1})[10] == 1.0
 
 
@@ -168,3 +169,74 @@ def test_an_import_gives_the_objects_it_froze_back_to_the_collector_even_when_it
         assert import_paths(fresh, [path]).files[0].ok is ok
         assert gc.get_freeze_count() == 0
         fresh.close()
+
+
+def _tables(db) -> dict[str, list[tuple]]:
+    """Every row of every table the import writes, in a stable order (the time of import aside)."""
+    out = {}
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'steps_fts%'"
+                               " AND name NOT IN ('_sqlite_migrations', 'local_secrets')"):
+        cols = [c for (_, c, *_) in db.execute(f"PRAGMA table_info({table})") if (table, c) != ("trajectories", "imported_at")]
+        out[table] = db.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {', '.join(cols)}").fetchall()
+    return out
+
+
+def test_a_block_read_at_once_writes_the_same_tables_as_row_by_row_checks(labelled, tmp_path, monkeypatch):
+    from annotator.importers import mast_export, reading
+
+    rows = [orjson.loads(line) for line in export.render(labelled, "jsonl", ["alice", "judge"], TAX).splitlines()]
+    odd = {**rows[40], "confidence": 1, "grounded": True, "onset_step": 3, "note": "é"}  # one row the model reads
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [*rows[:40], odd, *rows[41:]]) + b"\n")  # a blank line
+    monkeypatch.setattr(reading, "JSONL_BLOCK_BYTES", 2000)  # blocks of a few lines, a trajectory across several
+    tables = {}
+    for way in ("blocks", "row by row"):
+        if way == "row by row":
+            monkeypatch.setattr(mast_export, "_written_block", lambda rows: None)
+        fresh = open_db(tmp_path / f"{way}.db")
+        first, again = (import_paths(fresh, [path]).files[0] for _ in range(2))
+        n = len({r["trajectory_id"] for r in rows})
+        assert (first.imported, first.labels, again.unchanged, again.labels) == (n, len(rows), n, 0), way
+        tables[way] = _tables(fresh)
+        fresh.close()
+    assert tables["blocks"] == tables["row by row"]
+    assert len(tables["blocks"]["labels"]) == len(rows) and tables["blocks"]["verdict_summary"]
+
+
+def test_lines_read_in_blocks_fail_and_skip_at_the_same_lines(tmp_path, monkeypatch):
+    from annotator.errors import ImportFailure
+    from annotator.importers.base import ImportOptions
+    from annotator.importers.reading import iter_jsonl
+
+    monkeypatch.setattr("annotator.importers.reading.JSONL_BLOCK_BYTES", 16)
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": 2}\n{bad\n{"a": 3}\n')
+    skipped: list[int] = []
+    assert list(iter_jsonl(path, ImportOptions(skip_bad_lines=True), skipped)) == [(1, {"a": 1}), (3, {"a": 2}), (5, {"a": 3})]
+    assert skipped == [4]
+    seen = []
+    with pytest.raises(ImportFailure, match="malformed JSON line") as failure:
+        seen.extend(iter_jsonl(path, ImportOptions(), []))
+    assert seen == [(1, {"a": 1}), (3, {"a": 2})] and failure.value.where == "line 4"
+
+
+def test_a_trajectory_removed_while_its_labels_were_read_fails_the_publish_naming_it(labelled, tmp_path, monkeypatch):
+    from annotator.errors import StoreError
+    from annotator.store import staging
+
+    path = tmp_path / "labels.jsonl"
+    path.write_text(export.render(labelled, "jsonl", ["judge"], TAX), encoding="utf-8")
+    fresh = open_db(tmp_path / "fresh.db")
+    publish = staging.publish
+
+    def removed_first(db, *args, **kwargs):
+        db.execute("DELETE FROM trajectories WHERE id = 'f02'")
+        db.conn.commit()
+        return publish(db, *args, **kwargs)
+
+    monkeypatch.setattr(staging, "publish", removed_first)
+    with pytest.raises(StoreError, match="trajectory f02 is not in the database"):
+        import_paths(fresh, [path])
+    assert fresh.execute("SELECT count(*) FROM labels").fetchone() == (0,)
+    assert fresh.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    fresh.close()

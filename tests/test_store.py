@@ -65,6 +65,27 @@ def test_migrations_are_applied_once_and_idempotent(db_path):
 
 
 
+def test_the_cli_says_when_it_upgrades_a_database_and_only_then(db_path):
+    """A database of an earlier release is migrated by the first command that opens it, which
+    says so on stderr (indexing millions of labels takes minutes); a new one and an upgraded
+    one are opened without a word."""
+    from click.testing import CliRunner
+
+    from annotator.cli import main
+
+    old = sqlite_utils.Database(sqlite3.connect(db_path))
+    MIGRATIONS.apply(old, stop_before="013_reference_indexes")
+    old.close()
+    first = CliRunner().invoke(main, ["--db", str(db_path), "list"])
+    assert first.exit_code == 0, first.output
+    assert first.stderr.splitlines() == [
+        f"upgrading {db_path} to this release's schema (013_reference_indexes, 014_activity_indexes): once, and a"
+        " large database takes minutes"]
+    again = CliRunner().invoke(main, ["--db", str(db_path), "list"])
+    fresh = CliRunner().invoke(main, ["--db", str(db_path.with_name("new.db")), "list"])
+    assert again.stderr == fresh.stderr == ""
+
+
 def test_every_reference_is_looked_up_by_an_index(db):
     """Deleting a parent row makes SQLite look for its children: a column that references
     another row leads an index, or deleting one trajectory's labels scans every label, once a

@@ -61,8 +61,9 @@ class ImportedRecord:
     stub: bool = False
     #: A stub's number of steps in the original (a stub stores no steps).
     stub_steps: int = 0
-    #: A stub's labels in stored form (``store.labels.label_row``, checked by the importer): a
-    #: label export's hundreds of thousands of rows are never model objects.
+    #: A stub's labels in stored form (``store.labels.label_row``, checked by the importer),
+    #: bound (``store.binding``: a None as a NaN): a label export's hundreds of thousands of
+    #: rows are never model objects, and are bound as they are read, a block at a time.
     label_rows: list[tuple] = field(default_factory=list)
 
     @property

@@ -8,20 +8,21 @@ steps (so onsets keep their place; the store shows placeholder steps for it). A 
 replaces a trajectory already in the database, and importing the real trajectory later
 replaces the stub and keeps the labels. Stubs carry no steps, so no content hash is computed.
 
-An export has hundreds of thousands of lines, so a row whose every field already has the type
-and form the store keeps (what ``mast export`` writes) goes straight into its stored form,
-its timestamp kept as the text it is; any other row is read through the ``Label`` model, which
-converts what it can and names the field it cannot.
+An export has hundreds of thousands of lines, so a block of rows whose every field already has
+the type and form the store keeps (what ``mast export`` writes) goes straight into its stored
+form, checked a column at a time, its timestamps kept as the text they are; the rows of any
+other block are read one by one, through the ``Label`` model where a value needs converting,
+which converts what it can and names the field it cannot.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import lru_cache
-from itertools import product
-from operator import itemgetter
+from itertools import chain, compress, pairwise, product, repeat
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import get_args
 
@@ -30,9 +31,10 @@ from pydantic import ValidationError
 from annotator.errors import ImportFailure
 from annotator.importers.base import ImportedRecord, Importer, ImportOptions, invalid_value
 from annotator.importers.detect import Head
-from annotator.importers.reading import iter_jsonl, require
+from annotator.importers.reading import jsonl_blocks, require
 from annotator.models import LABEL_EXPORT_FORMAT, SCHEMA_VERSION, Label, Provenance, Trajectory, Verdict, utcnow
 from annotator.store._json import dumps
+from annotator.store.binding import NULL, bound, bound_column
 from annotator.store.labels import label_row
 from annotator.store.export_lines import LABEL_FIELDS
 from annotator.store.steps import STUB_HASH
@@ -84,31 +86,41 @@ _WRITTEN_TYPES = frozenset(product(
 ))
 
 
-def _written_label(row: dict) -> tuple | None:
-    """The stored form of a row exactly as ``mast export`` writes it (every key there, each
-    value of its stored type and form), or None for any other row. The types of its fields are
-    checked at once, as one tuple of types looked up in ``_WRITTEN_TYPES``: a large export has
-    hundreds of thousands of rows, and a test per field cost more than parsing the line. The
-    stored values are those of :func:`_stored_label`'s direct path."""
+_INT = frozenset([int])
+#: A row's ``grounded`` in stored form, bound (it is a bool or None).
+_GROUNDED = {None: NULL, False: 0, True: 1}.get
+
+
+def _written_block(rows: list) -> list[tuple] | None:
+    """The stored forms, bound (``store.binding``), of a block of rows each exactly as ``mast
+    export`` writes it (every key there, each value of its stored type and form), or None if
+    any row is not. The block is
+    checked a column at a time, by C loops (``map``, ``zip``, set operations): a large export
+    has hundreds of thousands of rows, and even one Python function call per row cost more
+    than parsing its line. The types of a row's fields are checked at once, as one tuple of
+    types looked up in ``_WRITTEN_TYPES``. The stored values are those of
+    :func:`_stored_label`'s direct path."""
     try:
-        values = _WRITTEN(row)
-    except KeyError:
+        values = list(map(_WRITTEN, rows))
+    except (KeyError, TypeError):  # a key missing, or a row that is not an object
         return None
-    if tuple(map(type, values)) not in _WRITTEN_TYPES:
+    if not _WRITTEN_TYPES.issuperset(map(tuple, map(map, repeat(type), values))):
         return None
     (fmt, version, tid, mode, source, verdict, provenance, onset, steps, quote, note, rationale, confidence, run_id,
-     grounded, taxonomy_hash, extra, created) = values
+     grounded, taxonomy_hash, extra, created) = zip(*values, strict=True)
+    confidences = set(confidence) - {None}
     if (
-        fmt != LABEL_EXPORT_FORMAT or version != SCHEMA_VERSION or verdict not in _VERDICTS
-        or provenance not in _PROVENANCES or (confidence is not None and not 0 <= confidence <= 1)
-        or (steps and not all(type(i) is int for i in steps)) or not _canonical_time(created)
+        set(fmt) != {LABEL_EXPORT_FORMAT} or set(version) != {SCHEMA_VERSION} or not _VERDICTS.issuperset(verdict)
+        or not _PROVENANCES.issuperset(provenance) or (confidences and not 0 <= min(confidences) <= max(confidences) <= 1)
+        or not _INT.issuperset(map(type, chain.from_iterable(steps))) or not all(map(_canonical_time, set(created)))
     ):
         return None
-    return (
-        SCHEMA_VERSION, tid, mode, source, verdict, onset, dumps(steps) if steps else "[]", quote, note, rationale,
-        confidence, provenance, run_id, None if grounded is None else int(grounded), taxonomy_hash, None,
-        dumps(extra) if extra else "{}", created,
-    )
+    return list(zip(
+        repeat(SCHEMA_VERSION), tid, mode, source, verdict, bound_column(onset), [dumps(s) if s else "[]" for s in steps],
+        bound_column(quote), bound_column(note), bound_column(rationale), bound_column(confidence), provenance,
+        bound_column(run_id), map(_GROUNDED, grounded), bound_column(taxonomy_hash), repeat(NULL),
+        [dumps(e) if e else "{}" for e in extra], created,
+    ))
 
 
 def _stored_label(row: dict) -> tuple:
@@ -188,26 +200,55 @@ class MastExport(Importer):
 
     def read(self, path: Path, opts: ImportOptions) -> Iterator[ImportedRecord]:
         """One record per run of consecutive rows of a trajectory (an export lists each
-        trajectory's rows together), so memory holds one trajectory at a time."""
+        trajectory's rows together), so memory holds one trajectory at a time (and one block
+        of lines)."""
         skipped: list[int] = []
         opts.extra["skipped_lines"] = skipped
         current: ImportedRecord | None = None
-        for lineno, row in iter_jsonl(path, opts, skipped):
-            label = _written_label(row) if type(row) is dict else None
-            if label is None:  # not as `mast export` writes it: checked field by field
-                if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
-                    _reject(path, row, lineno)
-                if row.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
-                    _refuse_version(path, row["schema_version"], lineno)
-            try:
-                if current is None or current.trajectory.id != row["trajectory_id"]:
-                    done, current = current, _stub(row, path, opts)
-                    if done is not None:
-                        done.ledger.mapped(len(done.label_rows))
-                        yield done
-                current.label_rows.append(label or _stored_label(row))  # the row is a label: counted as mapped below
-            except ValidationError as exc:
-                raise invalid_value(path, exc, f"line {lineno}") from exc
+        for numbers, rows, labels in _stored_blocks(path, opts, skipped):
+            tids = list(map(_TRAJECTORY, rows))
+            # Where the trajectory changes: the first row of each run of rows of one trajectory.
+            starts = [0, *compress(range(1, len(tids)), map(ne, tids[1:], tids))]
+            for start, end in pairwise([*starts, len(tids)]):
+                if current is None or current.trajectory.id != tids[start]:
+                    if current is not None:
+                        current.ledger.mapped(len(current.label_rows))
+                        yield current
+                    try:
+                        current = _stub(rows[start], path, opts)
+                    except ValidationError as exc:
+                        raise invalid_value(path, exc, f"line {numbers[start]}") from exc
+                current.label_rows.extend(labels[start:end])  # the rows are labels: counted as mapped below
         if current is not None:
             current.ledger.mapped(len(current.label_rows))
             yield current
+
+
+_TRAJECTORY = itemgetter("trajectory_id")
+
+
+def _stored_blocks(path: Path, opts: ImportOptions, skipped: list[int]) -> Iterator[tuple[Sequence[int], list, list]]:
+    """(line numbers, rows, their labels in stored form, bound) of the file, a block at a time
+    when all its rows are as ``mast export`` writes them, else a row at a time, each checked
+    before the next is read: the first error is the first bad line's, as reading line by line."""
+    for numbers, rows in jsonl_blocks(path, opts, skipped):
+        labels = _written_block(rows)
+        if labels is not None:
+            yield numbers, rows, labels
+            continue
+        for lineno, row in zip(numbers, rows, strict=True):
+            yield [lineno], [row], [bound(_checked_label(path, row, lineno))]
+
+
+def _checked_label(path: Path, row: object, lineno: int) -> tuple:
+    """The stored form of a row of a block that is not all as ``mast export`` writes it: an
+    ImportFailure naming the line if it is not a label export row of this schema version, or
+    a value is invalid."""
+    if not isinstance(row, dict) or row.get("format") != LABEL_EXPORT_FORMAT or not _REQUIRED_KEYS <= row.keys():
+        _reject(path, row, lineno)
+    if row.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        _refuse_version(path, row["schema_version"], lineno)
+    try:
+        return _stored_label(row)
+    except ValidationError as exc:
+        raise invalid_value(path, exc, f"line {lineno}") from exc

@@ -8,11 +8,20 @@ of thousands of rows: bound as NaNs, the insert of a MAD import's 47,416 steps t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-_NULL = {None: float("nan")}.get
+#: What a None is bound as. One object: rows in bound form compare equal (a tuple compares
+#: its items by identity first), where two NaNs never do.
+NULL = float("nan")
+_NULL = {None: NULL}.get
 
 
 def bound(row: Sequence) -> tuple:
     """``row`` (of hashable values) with each None as a NaN, for ``executemany``."""
     return tuple(map(_NULL, row, row))
+
+
+def bound_column(values: Sequence) -> Iterator:
+    """The values of a column (hashable) with each None as a NaN: for rows built a column at a
+    time (a block of a label export), with no Python call per row."""
+    return map(_NULL, values, values)

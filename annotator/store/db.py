@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -60,11 +60,14 @@ def _refused(db: sqlite_utils.Database, exc: sqlite3.DatabaseError) -> StoreErro
     return StoreError(f"{path}: {reason}" if path else reason, reason)
 
 
-def open_db(path: str | Path) -> sqlite_utils.Database:
+def open_db(path: str | Path, on_upgrade: Callable[[list[str]], None] | None = None) -> sqlite_utils.Database:
     """Open (creating if needed) and migrate the database at ``path``; the only way in.
 
     Migrations that are due run in one write transaction; a database already at the latest
-    schema is only read, so opening it never waits for another process's write.
+    schema is only read, so opening it never waits for another process's write. ``on_upgrade``
+    is told the names of the migrations about to run on a database that has tables already
+    (indexing a million trajectories' labels takes minutes, which a person should not meet as a
+    silent terminal).
     """
     path = Path(path)
     if path.exists() and path.is_dir():
@@ -81,7 +84,9 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
         conn.execute("PRAGMA foreign_keys = ON")
         db = sqlite_utils.Database(conn)
         _refuse_newer_schema(db, path)
-        if MIGRATIONS.pending(db):
+        if pending := MIGRATIONS.pending(db):
+            if on_upgrade is not None and "_sqlite_migrations" in db.table_names():
+                on_upgrade([m.name for m in pending])
             with write(db):
                 MIGRATIONS.apply(db)
     except sqlite3.DatabaseError as exc:

@@ -3,7 +3,8 @@
 Labels are append-only, so importing the same export twice would stack identical rows; this
 keeps a re-import a no-op by comparing each incoming label with the current one of its cell.
 An export holds hundreds of thousands of labels, so both sides are compared in stored form
-(``labels.label_row``), as plain tuples read for many trajectories per query; the JSON columns
+(``labels.label_row``, bound as ``store.binding`` binds them: a None as a NaN), as plain tuples
+read for many trajectories per query; the JSON columns
 are decoded only where their text differs, so a label stored with other spacing is still the
 same label.
 """
@@ -16,6 +17,7 @@ from operator import itemgetter
 from sqlite_utils import Database
 
 from annotator.store._json import loads
+from annotator.store.binding import bound
 from annotator.store.labels import LABEL_COLUMNS
 
 _COLUMNS = [c.strip() for c in LABEL_COLUMNS.split(",")]
@@ -24,6 +26,9 @@ _COLUMNS = [c.strip() for c in LABEL_COLUMNS.split(",")]
 _COMPARED = [c for c in _COLUMNS if c not in ("schema_version", "trajectory_id", "mode_id", "annotator", "retracts",
                                                 "created_at")]
 _JSON = [i for i, c in enumerate(_COMPARED) if c in ("evidence_steps", "extra")]
+#: The compared columns that are not JSON, compared as one tuple (NaNs, the bound Nones, are
+#: the same object: a tuple compares its items by identity first).
+_plain = itemgetter(*(i for i in range(len(_COMPARED)) if i not in _JSON))
 _compared = itemgetter(*(_COLUMNS.index(c) for c in _COMPARED))
 _cell = itemgetter(*(_COLUMNS.index(c) for c in ("trajectory_id", "annotator", "mode_id")))
 _trajectory = itemgetter(_COLUMNS.index("trajectory_id"))
@@ -33,7 +38,7 @@ Cell = tuple[str, str, str]
 
 
 def _current(db: Database, trajectory_ids: Sequence[str]) -> dict[Cell, tuple]:
-    """The compared columns of the current (not cleared) label of every cell of these trajectories."""
+    """The compared columns, bound, of the current (not cleared) label of every cell of these trajectories."""
     out: dict[Cell, tuple] = {}
     cols = ", ".join(f"l.{c}" for c in _COMPARED)
     for start in range(0, len(trajectory_ids), _CHUNK):
@@ -44,20 +49,18 @@ def _current(db: Database, trajectory_ids: Sequence[str]) -> dict[Cell, tuple]:
             chunk,
         )
         for tid, annotator, mode, *v in rows:
-            out[(tid, annotator, mode)] = tuple(v)
+            out[(tid, annotator, mode)] = bound(v)
     return out
 
 
 def _same(a: tuple, b: tuple) -> bool:
     if a == b:
         return True
-    decoded = [(loads(a[i]), loads(b[i])) for i in _JSON]
-    rest = [i for i in range(len(a)) if i not in _JSON]
-    return all(x == y for x, y in decoded) and all(a[i] == b[i] for i in rest)
+    return _plain(a) == _plain(b) and all(loads(a[i]) == loads(b[i]) for i in _JSON)
 
 
 def new_or_changed(db: Database, rows: Sequence[tuple]) -> list[tuple]:
-    """The labels (stored form) whose content differs from the current label of their
+    """The labels (stored form, bound) whose content differs from the current label of their
     (trajectory, annotator, mode).
 
     Labels are taken in order, each compared with the current one or, when an earlier label of
