@@ -8,8 +8,16 @@ modules, pydantic's schemas, the client libraries), work that finds nothing to f
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+#: Blocks open now, and the collector's thresholds before the first of them: the collector's
+#: settings belong to the whole process, so only the last block to end gives them back (two
+#: jobs of one process may overlap, in threads or in one event loop).
+_open = 0
+_thresholds: tuple[int, ...] = ()
+_lock = threading.Lock()
 
 
 @contextmanager
@@ -21,13 +29,21 @@ def older_objects_frozen(young: int | None = None) -> Iterator[None]:
     ``young``: how many new containers may accumulate before the youngest generation is
     collected (Python's default is 700), for work whose objects each live a while (a request in
     flight): every collection walks all the young objects still alive, and finds little to free.
+    A block opened while another is open keeps the collector as that one set it.
     """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    if young is not None:
-        gc.set_threshold(young, *thresholds[1:])
+    global _open, _thresholds
+    with _lock:
+        if not _open:
+            _thresholds = gc.get_threshold()
+            gc.freeze()
+            if young is not None:
+                gc.set_threshold(young, *_thresholds[1:])
+        _open += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        with _lock:
+            _open -= 1
+            if not _open:
+                gc.set_threshold(*_thresholds)
+                gc.unfreeze()

@@ -87,6 +87,53 @@ def test_progress_counts_and_kappa_match_sklearn(db):
     assert p.kappa == pytest.approx(cohen_kappa_score(a, b))
 
 
+def test_progress_read_in_sql_is_the_label_by_label_count(db):
+    """The progress and the overlap's 2×2 table, read in two queries, are what reading every
+    shared item's labels gives: three people, items shared by two or three, partners who have not
+    finished, verdicts present, absent and changed, time spent."""
+    import random
+
+    from annotator.models import Label
+    from annotator.store import labels, review
+
+    rng = random.Random(5)
+    tax = load_taxonomy()
+    people = ["alice", "bob", "carol"]
+    for i in range(30):
+        save_trajectory(db, trajectory(f"t{i}", n=3))
+    store.add_assignments(db, [(f"t{i}", w) for i in range(30) for w in people if rng.random() < 0.6])
+    for i in range(30):
+        for who in people:
+            if rng.random() < 0.7:
+                labels.add_labels(db, [Label(trajectory_id=f"t{i}", mode_id=m, annotator=who,
+                                             verdict=rng.choice(["present", "absent"]))
+                                       for m in rng.sample(tax.mode_ids, 5)])
+            status = rng.choice(["done", "done", "in_progress", None])
+            if status:
+                review.set_review(db, f"t{i}", who, status, add_seconds=rng.random() * 100)
+    for who in people:
+        mine = store.assigned_to(db, who)
+        states = {s.trajectory_id: s for s in review.review_states(db, who) if s.trajectory_id in mine}
+        shared = store.co_assigned(db, who)
+        cells, both = Counter(), 0
+        for tid, others in shared.items():
+            partners = [o for o in others if tid in review.finished_by(db, o)]
+            if states.get(tid) is None or states[tid].status != "done" or not partners:
+                continue
+            both += 1
+            current = {(lab.annotator, lab.mode_id): lab.verdict == "present" for lab in labels.current_labels(db, tid)}
+            for other in partners:
+                for mode in tax.mode_ids:
+                    cells[current.get((who, mode), False), current.get((other, mode), False)] += 1
+        p = person_progress(db, who, tax.mode_ids)
+        assert (p.assigned, p.done, p.in_progress, p.overlap, p.overlap_done, p.kappa_n) == (
+            len(mine), sum(s.status == "done" for s in states.values()),
+            sum(s.status == "in_progress" for s in states.values()), len(shared), both, sum(cells.values()))
+        assert p.seconds_spent == pytest.approx(sum(s.seconds_spent for s in states.values()))
+        assert dict(store.overlap_cells(db, who, tax.mode_ids)[0]) == {k: v for k, v in cells.items() if v}
+        assert both > 0
+
+
 def test_queue_lists_own_assignments_first_and_only(db):
     for i in range(4):
         save_trajectory(db, trajectory(f"t{i}", n=3))

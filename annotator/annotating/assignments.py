@@ -22,8 +22,7 @@ from sqlite_utils import Database
 
 from annotator.errors import AnnotatorError
 from annotator.store import assignments as store
-from annotator.store import labels as label_store
-from annotator.store import review
+
 
 class AssignmentError(AnnotatorError):
     """Assignments that cannot be made as asked (fewer than two people for an overlap, ...)."""
@@ -170,24 +169,9 @@ def summary_line(p: PersonProgress) -> str:
 
 def person_progress(db: Database, annotator: str, mode_ids: Sequence[str]) -> PersonProgress:
     """How far ``annotator`` is with their assignments, and their agreement on the overlap."""
-    mine = store.assigned_to(db, annotator)
-    states = {s.trajectory_id: s for s in review.review_states(db, annotator) if s.trajectory_id in mine}
-    shared = store.co_assigned(db, annotator)
-    done = {tid for tid, s in states.items() if s.status == "done"}
-    cells = Counter()
-    both = 0
-    finished: dict[str, set[str]] = {}
-    for tid, others in shared.items():
-        if tid not in done:
-            continue
-        partners = [o for o in others if tid in finished.setdefault(o, review.finished_by(db, o))]
-        if not partners:
-            continue
-        both += 1
-        current = {(lab.annotator, lab.mode_id): lab.verdict == "present" for lab in label_store.current_labels(db, tid)}
-        for other in partners:
-            for mode in mode_ids:
-                cells[current.get((annotator, mode), False), current.get((other, mode), False)] += 1
+    assigned, done, in_progress, seconds, overlap = store.progress_counts(db, annotator)
+    cells, both = store.overlap_cells(db, annotator, mode_ids)
+    cells = Counter(cells)
     n = sum(cells.values())
     # imported here, not with the module: the queue (and so the annotation app's start) imports
     # this module, and scikit-learn's import alone took a second
@@ -196,11 +180,11 @@ def person_progress(db: Database, annotator: str, mode_ids: Sequence[str]) -> Pe
     kappa = cohen(cells[True, True], cells[True, False], cells[False, True], cells[False, False]) if n else None
     return PersonProgress(
         annotator=annotator,
-        assigned=len(mine),
-        done=len(done),
-        in_progress=sum(1 for s in states.values() if s.status == "in_progress"),
-        seconds_spent=sum(s.seconds_spent for s in states.values()),
-        overlap=len(shared),
+        assigned=assigned,
+        done=done,
+        in_progress=in_progress,
+        seconds_spent=seconds,
+        overlap=overlap,
         overlap_done=both,
         kappa=None if kappa is None or kappa != kappa else kappa,
         kappa_n=n,

@@ -427,7 +427,7 @@ class RulesLabeller:
         """The steps ``start <= index < stop`` (to the last when ``stop`` is None)."""
         if self.db is None:
             return _rule_steps(s for s in trajectory.steps if s.index >= start and (stop is None or s.index < stop))
-        return (RuleStep(*row) for row in iter_step_fields(self.db, trajectory.id, FIELDS, page, start, stop))
+        return map(RuleStep._make, iter_step_fields(self.db, trajectory.id, FIELDS, page, start, stop))
 
     def verdicts(self, trajectory: Trajectory, taxonomy: Taxonomy) -> list[ModeVerdict]:
         return self.verdicts_for(trajectory, taxonomy.mode_ids)

@@ -31,8 +31,14 @@ def is_termination(text: str, folded: str | None = None) -> bool:
     A text that is not ASCII counts only where its case folding (``folded``, the normalised text
     where the caller has it) spells one of the words: casefold keeps a dotless ı, which
     IGNORECASE matches with i. It is folded only once a match is found, which is rare.
+
+    A ``folded`` text rules every match out without reading ``text`` again unless it holds both
+    "term" and "nate", or "nal an" or "nal_an": a match's letters other than its i and s are
+    ASCII (see ``_ANCHORS``), so they are lowered and side by side in the folded text too (a
+    space in a match is one, and stays one). Most messages end there.
     """
-    if not text:
+    if not text or (folded is not None and "nal an" not in folded and "nal_an" not in folded
+                    and ("nate" not in folded or "term" not in folded)):
         return False
     for m in _termination_matches(text):
         before, after = text[max(0, m.start() - 50) : m.start()], text[m.end() : m.end() + 3]
@@ -77,10 +83,11 @@ def _termination_matches(text: str) -> Iterator[re.Match]:
 
 def bare_termination(m: Message, content: str) -> bool:
     """Whether a message is a termination word alone (dots and spaces aside): a head longer than
-    that once stripped rules it out without reading the rest of a long message."""
+    ``MIN_CHARS`` once stripped rules it out (folded, one is at most 16 characters long) without
+    reading the rest of a long message, or trying the pattern."""
     core = m.text.strip(". ")
+    if len(core) >= MIN_CHARS:
+        return False
     if not m.whole:
-        if len(core) >= MIN_CHARS:
-            return False
         core = whole_text(m, content).strip(". ")
     return _TERMINATION.fullmatch(core) is not None

@@ -112,7 +112,7 @@ def iter_step_fields(db: Database, traj_id: str, fields: tuple[str, ...], page: 
             f"SELECT {columns} FROM steps WHERE trajectory_id = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?",
             [traj_id, start, end, page],
         ).fetchall()
-        if not rows:
-            return
         yield from rows
+        if len(rows) < page:  # the last page: a query more would only find nothing (a short run's second)
+            return
         start = rows[-1][at] + 1

@@ -8,12 +8,14 @@ import re
 
 from annotator.labelling.grounding import normalise
 from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
-from annotator.labelling.termination import _ANCHORS, _TERMINATION, _termination_matches, is_termination
+from annotator.labelling.termination import _ANCHORS, _TERMINATION, _termination_matches, bare_termination, is_termination
 
 #: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
 CRAFTED = [
     "", "   ", "short", "x" * 5000, ("word \n\t  " * 900), "Straße " * 700, ("{\n    \"key\": \"value\",\n" * 300),
     "a" * 1999 + " " * 500 + "b" * 10, "TERMINATE" + "." * 3000, "ﬁnal answer " * 300,
+    # beyond ASCII: clauses of fewer characters than bytes, of more, typographic quotes, a lone surrogate
+    ("éééééé, " + "ab’cdefghijk; " + "中文字符的句子很长吗, " + "“quoted text here” \ud800 x" * 3) * 20,
 ]
 
 
@@ -44,10 +46,19 @@ def test_normalise_folds_ascii_as_str_split_and_casefold_do(shared_data):
     control characters str.split takes for whitespace."""
     rng = random.Random(5)
     pieces = [" ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x00", "\x7f", "A",
-              "Zebra", "word", "é", "\xa0"]
+              "Zebra", "word", "é", "\xa0", "\x85", "\u2003", "\u3000", "É", "ß", "İ", "ı", "ſ", "K", "ﬁ", "ς", "’", "中文",
+              "😀", "\ud800", "\udc00"]
     texts = CRAFTED + who_and_when_texts(shared_data)
     texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 20))) for _ in range(5000)]
     for text in texts:
+        assert normalise(text) == " ".join(text.split()).casefold(), repr(text)
+
+
+def test_normalise_folds_every_character_as_str_split_and_casefold_do():
+    """The path for a text beyond ASCII whose other characters casefolding leaves alone (as UTF-8
+    bytes) against the plain computation, for every character between ASCII words."""
+    for c in map(chr, range(0x80, 0x110000)):
+        text = f"Word {c}X\t{c}"
         assert normalise(text) == " ".join(text.split()).casefold(), repr(text)
 
 
@@ -77,3 +88,18 @@ def test_is_termination_on_ascii_and_other_text():
     assert not is_termination("Le mot « final » n'y suffit pas.")
     assert is_termination("Fertig ✓ TERMINATE") and not is_termination('réponds “TERMINATE”')
     assert not is_termination("Fertig ✓ TERMINATE".replace("I", "ı"))  # IGNORECASE matches it, casefold does not
+
+
+def test_the_folded_text_rules_termination_out_as_the_scan_does(shared_data):
+    """Given the folded text, a text without the anchors' letters there is no signal; with it,
+    the same answer as without; and a bare termination word is what the pattern finds whole."""
+    rng = random.Random(11)
+    pieces = ["<", " ", "\n", "\xa0", "final", " answer", "_answer", "terminate", "FINAL", "TERMINATE", "Nate", "NAL",
+              "x", "é", "ı", "İ", "ß", "fınal", "termınate", "TERMİNATE", "term", "Term", "nal an", "nal", "ſ", "anſwer",
+              ">", ".", "'", '"', "reply with ", "done"]
+    texts = CRAFTED + who_and_when_texts(shared_data)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
+    for text in texts:
+        assert is_termination(text, normalise(text)) == is_termination(text), repr(text)
+        bare = _TERMINATION.fullmatch(normalise(text).strip(". ")) is not None
+        assert bare_termination(message(text), text) == bare, repr(text)
