@@ -27,10 +27,8 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import sqlite3
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -225,7 +223,7 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
     trajectories publishes in milliseconds. ``source`` writes what else must appear with them
     (the record of the file read, ``store.sources``).
     """
-    with _references_checked_at_end(db, not replaced) as unchecked, write(db):
+    with write(db):
         if source is not None:
             source()
         for shadow, real in replaced:
@@ -238,48 +236,8 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
         db.execute(f"DELETE FROM {staged}")
         for att in attributions:
             save_attribution(db, att)
-        if unchecked:
-            _check_references(db, before, attributions)
         db.execute("DELETE FROM imports WHERE token = ?", [token])
     _end_lease(db, token)
-
-
-@contextmanager
-def _references_checked_at_end(db: Database, wanted: bool) -> Iterator[bool]:
-    """Foreign keys off for a publish that only adds rows (``wanted``: no trajectory replaced,
-    whose old version's rows the cascades delete), if no transaction is open (SQLite ignores the
-    pragma inside one); yields whether they are off, and the publish then checks the rows it
-    added with :func:`_check_references`, before it commits. The same guarantee at a fraction of
-    the cost: SQLite looked up the trajectory of each label twice (the label, its
-    ``label_state`` row) and the label once, 1.7 million look-ups for a 566,272-row export."""
-    if not wanted or db.conn.in_transaction:
-        yield False
-        return
-    db.conn.execute("PRAGMA foreign_keys = OFF")
-    try:
-        yield True
-    finally:
-        db.conn.execute("PRAGMA foreign_keys = ON")
-
-
-def _check_references(db: Database, after: int, attributions: Sequence[Attribution]) -> None:
-    """Fail the publish (as SQLite's foreign-key check would, naming what is wrong) if a label
-    appended after row ``after`` or an attribution names a trajectory or label that is not there
-    (one removed while the file was read). The ``label_state`` rows point at those labels."""
-    missing = db.execute(
-        "SELECT trajectory_id, retracts FROM labels WHERE id > ? AND (trajectory_id NOT IN (SELECT id FROM trajectories)"
-        " OR retracts NOT IN (SELECT id FROM labels)) LIMIT 1",
-        [after],
-    ).fetchone()
-    if missing is None:
-        ids = list(dict.fromkeys(a.trajectory_id for a in attributions))
-        found = {tid for (tid,) in db.execute(
-            f"SELECT id FROM trajectories WHERE id IN ({', '.join('?' for _ in ids)})", ids)} if ids else set()
-        missing = next(((tid, None) for tid in ids if tid not in found), None)
-    if missing is not None:
-        tid, retracts = missing
-        what = f"label {retracts}, which a label retracts," if retracts is not None else f"trajectory {tid}"
-        raise sqlite3.IntegrityError(f"FOREIGN KEY constraint failed: {what} is not in the database")
 
 
 def discard(db: Database, token: str) -> None:
