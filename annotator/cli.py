@@ -24,9 +24,14 @@ from rich.text import Text
 from annotator import __version__
 from annotator.errors import AnnotatorError, RunInterrupted, database_trouble
 from annotator.report.output import REPORT_FORMATS
-from annotator.text import inert, inert_console, json_text
+from annotator.text import inert, inert_console, json_text, table_line
 
 out = inert_console(soft_wrap=False)
+
+#: Rows of ``mast list`` laid out and printed at a time.
+LIST_BLOCK = 1000
+#: Its columns' headers where they are not the column's name.
+_LIST_HEADERS = {"n_steps": "steps"}
 err = inert_console(stderr=True, soft_wrap=True)
 
 
@@ -277,37 +282,60 @@ def list_cmd(ctx, flt, status, annotator, search, as_json):
       mast list --outcome failure --system MetaGPT
       mast list --status done --annotator alice --json
     """
-    from annotator.store.trajectories import list_trajectories
+    from itertools import islice
+
+    from annotator.store.trajectories import iter_trajectories, longest_values
 
     if status and not annotator:
         annotator = _settings(ctx).annotator_name()
     flt = flt.model_copy(update={"review_status": status, "annotator": annotator, "search": search})
-    rows = list_trajectories(_open(ctx), flt)
+    db = _open(ctx)
+    rows = iter_trajectories(db, flt)
     if as_json:
         for r in rows:
             sys.stdout.write(json_text(r.model_dump(mode="json", exclude={"metadata", "task"})) + "\n")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
     # Widths that keep every column legible at 100 columns; the title takes what is left. Nothing
     # is cut: a value wider than its column wraps inside it (an id stays whole for `mast show`).
+    # Rich lays a table out at about a millisecond a row (100,000 rows took two minutes and 750 MB
+    # as one table), so the widths come from the longest values, rows are read and printed a
+    # block at a time, and a row whose every value fits its column on one line is written as the
+    # line Rich would draw for it; Rich draws the header and the rows that wrap.
     widths = {"id": (16, 16), "system": (8, 14), "model": (5, 16), "benchmark": (8, 16), "outcome": (7, 7),
-              "steps": (5, 6)}
-    for col, (low, high) in widths.items():
-        table.add_column(col, overflow="fold", min_width=low, max_width=high,
-                         justify="right" if col == "steps" else "left")
-    table.add_column("title", overflow="fold", min_width=10, ratio=1)
-    for r in rows:
-        table.add_row(
-            r.id,
-            r.system or "-",
-            r.model or "-",
-            r.benchmark or "-",
-            r.outcome,
-            str(r.n_steps),
-            r.title or "",
-        )
-    out.print(table)
-    out.print(Text(f"{len(rows)} trajectories", style="dim"))
+              "n_steps": (5, 6)}
+    longest = longest_values(db, flt, [*widths, "title"])
+    fixed = [min(max(longest[col], len(_LIST_HEADERS.get(col, col)), low), high) for col, (low, high) in widths.items()]
+    title = min(max(longest["title"], 10), out.width - sum(fixed) - 2 * len(fixed))
+    fits = title >= 10  # else the console is too narrow for the widths, and Rich narrows each block
+
+    def table(header: bool) -> Table:
+        t = Table(box=None, header_style="bold", pad_edge=False, show_header=header)
+        for (col, (low, high)), width in zip(widths.items(), fixed, strict=True):
+            t.add_column(_LIST_HEADERS.get(col, col), overflow="fold", min_width=width if fits else low,
+                         max_width=width if fits else high, justify="right" if col == "n_steps" else "left")
+        t.add_column("title", overflow="fold", min_width=title if fits else 10, max_width=title if fits else None,
+                     ratio=None if fits else 1)
+        return t
+
+    if fits:
+        out.print(table(header=True))
+    count = 0
+    while block := list(islice(rows, LIST_BLOCK)):
+        wrapped = table(header=not fits and not count)
+        for r in block:
+            cells = [r.id, r.system or "-", r.model or "-", r.benchmark or "-", r.outcome, str(r.n_steps), r.title or ""]
+            line = table_line(cells, [*fixed, title], right={5}) if fits else None
+            if line is None:
+                wrapped.add_row(*cells)
+                continue
+            if wrapped.rows:
+                out.print(wrapped)
+                wrapped = table(header=False)
+            out.file.write(line + "\n")
+        if wrapped.rows or wrapped.show_header:
+            out.print(wrapped)
+        count += len(block)
+    out.print(Text(f"{count} trajectories", style="dim"))
 
 
 @main.command("show")

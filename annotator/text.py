@@ -12,10 +12,12 @@ written for spreadsheets go through :func:`spreadsheet_cell`, so that a title su
 from __future__ import annotations
 
 import re
+from collections.abc import Container, Sequence
 from typing import Any
 
 import orjson
 from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
+from rich.cells import cell_len
 from rich.segment import Segment
 
 from annotator.models import Step
@@ -47,6 +49,24 @@ def inert(text: str) -> str:
     """``text`` with terminal control characters shown as escapes instead of acted upon."""
     text = text.replace("\r\n", "\n")
     return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+
+
+def table_line(cells: Sequence[str], widths: Sequence[int], right: Container[int] = ()) -> str | None:
+    """The line a Rich table without box or edge padding draws for ``cells`` in columns of these
+    widths (two spaces apart, each cell padded to its width, to the right for the columns in
+    ``right``), with control characters made inert; None when a cell would not fit its column on
+    one line (Rich folds it there) or holds what Rich lays out itself (tabs, line and paragraph
+    separators). A listing of a million rows is written this way: Rich takes
+    about a millisecond to lay a row out."""
+    parts = []
+    for i, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+        text = inert(cell)
+        size = cell_len(text)
+        if size > width or not text.isprintable():  # a line break, a tab, a separator: Rich's to lay out
+            return None
+        pad = " " * (width - size)
+        parts.append(pad + text if i in right else text + pad)
+    return "  ".join(parts)
 
 
 #: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): a leading

@@ -33,7 +33,7 @@ from annotator.models import Step, Trajectory
 from annotator.store.steps import get_step, iter_step_fields
 from annotator.taxonomy import Taxonomy
 
-if TYPE_CHECKING:  # imported through annotator.store, which keeps pandas out of the rules workers
+if TYPE_CHECKING:  # for annotations only
     from sqlite_utils import Database
 
 #: Messages of the same agent compared backwards from each message.

@@ -51,7 +51,7 @@ from annotator.store import open_db_to_read
 from annotator.store.db import SINGLE_PASS_CACHE_KIB
 from annotator.taxonomy import Taxonomy
 
-if TYPE_CHECKING:  # imported through annotator.store, which keeps pandas out of the fork server
+if TYPE_CHECKING:  # for annotations only
     from sqlite_utils import Database
 
 T = TypeVar("T")

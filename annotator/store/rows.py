@@ -11,7 +11,7 @@ everywhere at once, and a column missing from the table is an error, not a shift
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -59,6 +59,12 @@ def decode(cursor: sqlite3.Cursor, model: type[M], decoders: Mapping[str, Decode
     """Every row of ``cursor`` as a ``model``. A decoded column that is NULL (or empty) leaves its
     field at the model's default; any other NULL is passed on as None."""
     return list(_rows(cursor, model, decoders or {}))
+
+
+def each(cursor: sqlite3.Cursor, model: type[M], decoders: Mapping[str, Decoder] | None = None) -> Iterator[M]:
+    """The rows of ``cursor`` as ``model``s, one at a time, as :func:`decode` makes them: a listing
+    of a million rows is printed as it is read, not held whole."""
+    return iter(_rows(cursor, model, decoders or {}))
 
 
 def decode_one(cursor: sqlite3.Cursor, model: type[M], decoders: Mapping[str, Decoder] | None = None) -> M | None:

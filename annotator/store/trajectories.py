@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +24,7 @@ from annotator.store import verdict_summary
 from annotator.store._json import dumps
 from annotator.store.binding import bound
 from annotator.store.db import write
-from annotator.store.rows import decode, decode_one, json_columns, select
+from annotator.store.rows import decode, decode_one, each, json_columns, select
 from annotator.store.search import fts_query
 from annotator.store.step_index import IndexedBatches, index_steps_after, last_step_rowid
 from annotator.store.steps import STUB_HASH, get_steps
@@ -268,11 +268,26 @@ _SUMMARY_DECODE = json_columns("agents", "metadata")
 
 def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list[TrajectorySummary]:
     """Trajectories matching the filter, in a stable order (system, model, id)."""
+    return list(iter_trajectories(db, flt))
+
+
+def iter_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> Iterator[TrajectorySummary]:
+    """:func:`list_trajectories` one at a time, as they are read."""
     flt = flt or TrajectoryFilter()
     where, params = _where(flt)
     sql = f"SELECT {_SUMMARY_COLS} FROM trajectories t WHERE " + " AND ".join(where)
     sql += " ORDER BY coalesce(system, ''), coalesce(model, ''), id"
-    return decode(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
+    return each(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
+
+
+def longest_values(db: Database, flt: TrajectoryFilter, columns: Sequence[str]) -> dict[str, int]:
+    """The length of the longest value of each of ``columns`` (of ``trajectories``) among the
+    trajectories matching ``flt``: what a table printed in parts needs to give every part the
+    same column widths."""
+    where, params = _where(flt)
+    row = db.execute(f"SELECT {', '.join(f'coalesce(max(length(t.{c})), 0)' for c in columns)} FROM trajectories t"
+                     " WHERE " + " AND ".join(where), params).fetchone()
+    return dict(zip(columns, row, strict=True))
 
 
 def queue_page(
