@@ -301,15 +301,11 @@ def verdict_rows(
         " FROM label_state s JOIN labels l ON l.id = s.label_id"
         f" WHERE s.annotator = ? AND s.mode_id IN ({marks})"
     )
-    args = [*params, annotator, *mode_ids]
-    every, every_args = "SELECT count(*) FROM label_state s WHERE s.annotator = ?", [annotator]
-    for bound, op in ((after, ">="), (before, "<")):
-        if bound is not None:
-            sql += f" AND s.trajectory_id {op} ?"
-            every += f" AND s.trajectory_id {op} ?"
-            args.append(bound)
-            every_args.append(bound)
-    labels = db.execute(every, every_args).fetchone()[0]
+    within, bounds = _id_range("s.trajectory_id", after, before)
+    sql += within
+    args = [*params, annotator, *mode_ids, *bounds]
+    labels = db.execute(f"SELECT count(*) FROM label_state s WHERE s.annotator = ?{within}",
+                        [annotator, *bounds]).fetchone()[0]
     folded = "json_group_array(k), group_concat(total), group_concat(absent), group_concat(cells), sum(labelled)"
     parts, in_codebook = [], 0
     for n, (tids, total, n_absent, cells, labelled) in _folded_blocks(
@@ -319,6 +315,17 @@ def verdict_rows(
     joined = Verdicts.join(parts).in_order()
     joined.outside_codebook = labels - in_codebook
     return joined
+
+
+def _id_range(column: str, after: str | None, before: str | None) -> tuple[str, list]:
+    """The condition (``AND …``) that ``column`` lies in [after, before), an end None being open,
+    and its parameters."""
+    sql, bounds = "", []
+    for bound, op in ((after, ">="), (before, "<")):
+        if bound is not None:
+            sql += f" AND {column} {op} ?"
+            bounds.append(bound)
+    return sql, bounds
 
 
 def _verdicts(tids: list[str], total: np.ndarray, n_absent: np.ndarray, cells: str | None,
@@ -339,13 +346,10 @@ def _summary_rows(db: Database | sqlite3.Connection, annotator: str, after: str 
                   order: list[int], bits: int) -> Verdicts | None:
     """The annotator's rows of ``verdict_summary`` in [after, before), or None if one of them has a
     label on a mode outside the codebook (its mode bits inside the codebook number fewer than its labels)."""
+    within, bounds = _id_range("trajectory_id", after, before)
     sql = ("SELECT trajectory_id AS k, verdicts, absent, cells, labels, modes FROM verdict_summary"
-           " WHERE annotator = ?")
-    args: list = [annotator]
-    for bound, op in ((after, ">="), (before, "<")):
-        if bound is not None:
-            sql += f" AND trajectory_id {op} ?"
-            args.append(bound)
+           f" WHERE annotator = ?{within}")
+    args = [annotator, *bounds]
     folded = ("json_group_array(k), group_concat(verdicts), group_concat(absent), group_concat(nullif(cells, '')),"
               " group_concat(labels), group_concat(modes)")
     to_codebook, parts = np.asarray(order, dtype=np.int64), []
