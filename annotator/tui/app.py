@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 
 from annotator.annotating import queue as work
 from annotator.annotating.session import AnnotationSession
-from annotator.errors import StoreError, database_trouble
+from annotator.errors import AnnotatorError, StoreError, database_trouble
 from annotator.settings import Settings
 from annotator.store import data_version, open_db
 from annotator.taxonomy import Taxonomy, load_taxonomy
@@ -39,8 +39,9 @@ class AnnotatorApp(App[None]):
     Database trouble (a damaged page, a file that turned read-only) never ends in a traceback: a
     write the database refuses is said in place by the screen that made it (and can be retried
     there); a trajectory that cannot be read is said on the queue, which stays usable; any
-    other read that fails stops the app, and ``store_trouble`` holds the one line the command
-    line then prints, with a non-zero exit.
+    other read that fails, or finds missing what the app was shown (a step of a trajectory that
+    another process changed under it), stops the app, and ``store_trouble`` holds the one line
+    the command line then prints, with a non-zero exit.
     """
 
     CSS_PATH = "app.tcss"
@@ -74,11 +75,11 @@ class AnnotatorApp(App[None]):
         self._store_version = data_version(self.db)
 
     def _handle_exception(self, error: Exception) -> None:
-        if not isinstance(error, (sqlite3.DatabaseError, StoreError)):
+        if not isinstance(error, (sqlite3.DatabaseError, AnnotatorError)):
             super()._handle_exception(error)
             return
         if self.store_trouble is None:
-            self.store_trouble = str(error) if isinstance(error, StoreError) else database_trouble(self.db_path, error)
+            self.store_trouble = str(error) if isinstance(error, AnnotatorError) else database_trouble(self.db_path, error)
         self.exit(return_code=2)
 
     def on_mount(self) -> None:

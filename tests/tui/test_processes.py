@@ -239,3 +239,21 @@ def test_a_damaged_database_stops_the_app_with_one_line(tui_db):
     assert "EXIT=2" in screen or "EXIT=1" in screen
     assert "damaged" in screen and str(db_path) in screen.replace("\n", "")
     assert "Traceback" not in screen and "╭" not in screen
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_a_trajectory_whose_steps_went_missing_stops_the_app_with_one_line(tui_db):
+    """Steps the queue lists but the store no longer has (another process changed the
+    trajectory under the app) stop it with the one line the command line prints, not a
+    traceback."""
+    db = sqlite3.connect(tui_db)
+    with db:
+        for table in ("step_heads", "steps"):
+            db.execute(f"DELETE FROM {table}")
+    db.close()
+    with _in_tmux("missing", f"{MAST} --db {tui_db} annotate --annotator alice; echo EXIT=$?; sleep 30") as session:
+        _wait_for(session, "Queue of alice")
+        _tmux("send-keys", "-t", session, "Enter")
+        screen = _wait_for(session, "EXIT=")
+    assert "EXIT=1" in screen and "error: trajectory 't1' has no step 0" in screen
+    assert "Traceback" not in screen and "╭" not in screen
