@@ -312,9 +312,8 @@ def queue_page(
     if text:
         db.conn.create_function("casefold", 1, _casefold, deterministic=True)
         needle = text.casefold()
-        where.append("(instr(casefold(t.id), ?) OR instr(casefold(coalesce(t.title, '')), ?) OR t.id IN"
-                     " (SELECT s.trajectory_id FROM steps s JOIN steps_fts f ON f.rowid = s.rowid"
-                     " WHERE steps_fts MATCH ?))")
+        where.append(f"(instr(casefold(t.id), ?) OR instr(casefold(coalesce(t.title, '')), ?)"
+                     f" OR {_IN_MATCHING_STEPS})")
         params += [needle, needle, fts_query(text)]
     if unfinished_for is not None:
         where.append("NOT EXISTS (SELECT 1 FROM review_state r WHERE r.trajectory_id = t.id AND r.annotator = ?"
@@ -336,6 +335,11 @@ def queue_page(
 
 def _casefold(value: str | None) -> str | None:
     return value.casefold() if value is not None else None
+
+
+#: The condition that a trajectory has a step matching a full-text query (its one parameter).
+_IN_MATCHING_STEPS = ("t.id IN (SELECT s.trajectory_id FROM steps s JOIN steps_fts f ON f.rowid = s.rowid"
+                      " WHERE steps_fts MATCH ?)")
 
 
 def _where(flt: TrajectoryFilter, column_indexes: bool = True) -> tuple[list[str], list]:
@@ -361,10 +365,7 @@ def _where(flt: TrajectoryFilter, column_indexes: bool = True) -> tuple[list[str
         where.append("t.imported_at < ?")
         params.append(flt.until.isoformat())
     if flt.search:
-        where.append(
-            "t.id IN (SELECT s.trajectory_id FROM steps s JOIN steps_fts f ON f.rowid = s.rowid"
-            " WHERE steps_fts MATCH ?)"
-        )
+        where.append(_IN_MATCHING_STEPS)
         params.append(fts_query(flt.search))
     if flt.review_status is not None:
         if flt.annotator is None:
