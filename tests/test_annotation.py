@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from annotator.annotating import queue as work
@@ -179,6 +181,9 @@ def test_queue_pages_count_search_in_any_case_and_find_what_is_unfinished(db):
     assert work.queue(db, "alice", search="STRASSE C").total == 1, "casefold: ß is ss"
     assert work.queue(db, "alice", search="word3", limit=1).total == 4
     assert work.queue(db, "alice", ids=["d", "a"]).total == 2
+    # a wide adjudication's disagreements: more ids than SQLite takes parameters in one statement
+    many = [f"x{i}" for i in range(db.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))]
+    assert work.queue(db, "alice", ids=[*many, "d"]).total == 1
 
 
 def test_queue_filters_progress_and_next_unfinished(db):

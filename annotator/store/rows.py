@@ -24,13 +24,19 @@ M = TypeVar("M", bound=BaseModel)
 Decoder = Callable[[Any], Any]
 
 
+def one_of(column: str, ids: Collection[str]) -> tuple[str, list]:
+    """The condition (and its parameter) that ``column`` is one of ``ids``: one parameter whatever
+    the number of ids, a JSON array read by ``json_each``, where a ``?`` each would meet SQLite's
+    limit on parameters (32,766 by default)."""
+    return f"{column} IN (SELECT value FROM json_each(?))", [dumps(list(ids))]
+
+
 def among(column: str, ids: Collection[str] | None) -> tuple[str, list]:
-    """The condition (and its parameter) that ``column`` is one of ``ids``, ``("", [])`` for
-    None (no restriction): one parameter whatever the number of ids, a JSON array read by
-    ``json_each``, where a ``?`` each would meet SQLite's limit on parameters."""
+    """:func:`one_of` as ``" AND …"``, to append to a WHERE; ``("", [])`` for None (no restriction)."""
     if ids is None:
         return "", []
-    return f" AND {column} IN (SELECT value FROM json_each(?))", [dumps(list(ids))]
+    condition, params = one_of(column, ids)
+    return f" AND {condition}", params
 
 
 def select(

@@ -24,7 +24,7 @@ from annotator.store import verdict_summary
 from annotator.store._json import dumps
 from annotator.store.binding import bound
 from annotator.store.db import write
-from annotator.store.rows import decode, decode_one, each, json_columns, select
+from annotator.store.rows import decode, decode_one, each, json_columns, one_of, select
 from annotator.store.search import fts_query
 from annotator.store.step_index import IndexedBatches, index_steps_after, last_step_rowid
 from annotator.store.steps import STUB_HASH, get_steps
@@ -355,8 +355,8 @@ def _where(flt: TrajectoryFilter, column_indexes: bool = True) -> tuple[list[str
             where.append(f"{column}.{col} = ?")
             params.append(value)
     if flt.ids is not None:
-        ids = list(flt.ids)
-        where.append(f"t.id IN ({', '.join('?' for _ in ids)})" if ids else "0")
+        condition, ids = one_of("t.id", flt.ids)
+        where.append(condition)
         params.extend(ids)
     if flt.since is not None:
         where.append("t.imported_at >= ?")
