@@ -171,7 +171,6 @@ def person_progress(db: Database, annotator: str, mode_ids: Sequence[str]) -> Pe
     """How far ``annotator`` is with their assignments, and their agreement on the overlap."""
     assigned, done, in_progress, seconds, overlap = store.progress_counts(db, annotator)
     cells, both = store.overlap_cells(db, annotator, mode_ids)
-    cells = Counter(cells)
     n = sum(cells.values())
     # imported here, not with the module: the queue (and so the annotation app's start) imports
     # this module, and scikit-learn's import alone took a second

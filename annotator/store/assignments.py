@@ -6,6 +6,7 @@ given out, so a person's queue does not change under them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from sqlite_utils import Database
@@ -78,7 +79,7 @@ def progress_counts(db: Database, annotator: str) -> tuple[int, int, int, float,
     return int(row[0]), int(row[1]), int(row[2]), float(row[3]), int(row[4])
 
 
-def overlap_cells(db: Database, annotator: str, mode_ids: Sequence[str]) -> tuple[dict[tuple[bool, bool], int], int]:
+def overlap_cells(db: Database, annotator: str, mode_ids: Sequence[str]) -> tuple[Counter[tuple[bool, bool]], int]:
     """The 2×2 table of ``annotator`` against each partner on their shared items that both have
     marked done: per (item, partner, mode of ``mode_ids``), whether each has a current "present"
     label, counted; and the number of those items. One query: the queue's header asks for it
@@ -93,8 +94,8 @@ def overlap_cells(db: Database, annotator: str, mode_ids: Sequence[str]) -> tupl
         " WHERE a.annotator = :me"
     )
     params = {"me": annotator, "modes": dumps(list(mode_ids))}
-    cells = {(bool(mine), bool(theirs)): n for mine, theirs, n in db.execute(
+    cells = Counter({(bool(mine), bool(theirs)): n for mine, theirs, n in db.execute(
         f"SELECT {present.format(who=':me')}, {present.format(who='p.other')}, count(*)"
-        f" FROM ({pairs}) p CROSS JOIN json_each(:modes) m GROUP BY 1, 2", params)}
+        f" FROM ({pairs}) p CROSS JOIN json_each(:modes) m GROUP BY 1, 2", params)})
     items = db.execute(f"SELECT count(DISTINCT t) FROM ({pairs})", params).fetchone()[0]
     return cells, items
