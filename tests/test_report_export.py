@@ -144,17 +144,23 @@ def test_export_refuses_consensus(labelled):
 
 
 def test_rows_as_export_writes_them_are_stored_as_the_field_by_field_check_stores_them(labelled):
-    from annotator.importers.mast_export import _stored_label, _written_label
+    from annotator.importers.mast_export import _stored_label, _written, _written_label
 
-    rows = [orjson.loads(line) for line in export.render(labelled, "jsonl", ["alice", "judge"], TAX).splitlines()]
-    assert rows and all(_written_label(r) is not None and _written_label(r) == _stored_label(r) for r in rows)
-    row = next(r for r in rows if r["evidence_steps"])  # the label with every field set
+    lines = export.render(labelled, "jsonl", ["alice", "judge"], TAX).encode().splitlines()
+    assert lines and all(_written_label(_written(line)) == _stored_label(orjson.loads(line)) for line in lines)
+    row = next(r for r in map(orjson.loads, lines) if r["evidence_steps"])  # the label with every field set
     # Other types or forms, and rows without every key, are left to the field-by-field check or the model:
-    for other in ({**row, "confidence": 1}, {**row, "grounded": 1}, {**row, "schema_version": True},
+    for other in ({**row, "confidence": True}, {**row, "grounded": 1}, {**row, "schema_version": True},
                   {k: v for k, v in row.items() if k != "quote"}, {**row, "created_at": "2026-13-01T00:00:00"},
-                  {**row, "evidence_steps": [1, "2"]}, {**row, "confidence": 1.5}, {**row, "verdict": "maybe"}):
-        assert _written_label(other) is None
+                  {**row, "created_at": "2026-01-01 00:00:00"}, {**row, "evidence_steps": [1, "2"]},
+                  {**row, "evidence_steps": [1, True]}, {**row, "onset_step": 1.0}, {**row, "confidence": 1.5},
+                  {**row, "verdict": "maybe"}, {**row, "verdict": None}, {**row, "format": "other"},
+                  {**row, "schema_version": 2}, {**row, "extra": []}, {**row, "n_steps": "12"}):
+        assert _written(orjson.dumps(other)) is None, other
+    for converted in ({**row, "confidence": 1}, {**row, "system": None}):  # the same value in the store's form
+        assert _written_label(_written(orjson.dumps(converted))) == _stored_label(converted)
     assert _stored_label({**row, "confidence": 1})[10] == 1.0
+    assert _written(b"{not json") is None and _written(b"\n") is None
 
 
 def test_an_import_gives_the_objects_it_froze_back_to_the_collector_even_when_it_fails(labelled, tmp_path):
@@ -191,7 +197,7 @@ def test_rows_as_the_export_writes_them_write_the_same_tables_as_field_by_field_
     tables = {}
     for way in ("as written", "field by field"):
         if way == "field by field":
-            monkeypatch.setattr(mast_export, "_written_label", lambda row: None)
+            monkeypatch.setattr(mast_export, "_written", lambda line: None)
         fresh = open_db(tmp_path / f"{way}.db")
         first, again = (import_paths(fresh, [path]).files[0] for _ in range(2))
         n = len({r["trajectory_id"] for r in rows})

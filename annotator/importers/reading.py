@@ -7,7 +7,7 @@ record (arrays), so the user sees one clear line per bad file.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import ijson
@@ -121,16 +121,21 @@ def _built(event: str, value: object, events: Iterator[tuple[str, str, object]])
 
 def iter_jsonl(
     path: Path, opts: ImportOptions, skipped: list[int], data: bytes | None = None,
+    typed: Callable[[bytes], object | None] | None = None,
 ) -> Iterator[tuple[int, object]]:
     """Parsed lines of a JSON Lines file with their 1-based line numbers.
 
     A bad line raises ImportFailure naming it, unless ``opts.skip_bad_lines``: then its number
     is appended to ``skipped`` and reading goes on. The file is streamed line by line, unless
     the caller passes its ``data`` because it keeps the whole file anyway: those bytes are then
-    split exactly as the file would be.
+    split exactly as the file would be. ``typed`` is tried on each line first: what it makes of
+    the line is given instead of the parsed JSON, and a line it leaves (None) is parsed as any.
     """
     with (path.open("rb") if data is None else io.BytesIO(data)) as fh:
         for lineno, line in enumerate(fh, start=1):
+            if typed is not None and (value := typed(line)) is not None:
+                yield lineno, value
+                continue
             if not line.strip():
                 continue
             try:
