@@ -193,3 +193,32 @@ def test_a_replaced_version_gives_its_steps_ids_of_the_real_trajectory(seeded):
         staging.publish(seeded, token, [(shadow, "plain")] if shadow else [], [])
     rows = seeded.execute("SELECT id, content FROM steps WHERE trajectory_id = 'plain' ORDER BY idx").fetchall()
     assert rows == [("plain:0", "second 0"), ("plain:1", "second 1"), ("plain:2", "second 2")]
+
+
+def test_a_trajectory_given_twice_keeps_only_the_later_records_labels(seeded):
+    """The earlier record's labels, written unseen with its trajectory, are withdrawn with it."""
+    from annotator.importers.base import ImportedRecord
+    from annotator.importers.importing import FileResult, _Staged
+    from annotator.models import Label, Step, Trajectory
+    from annotator.store import staging
+    from annotator.store.labels import current_labels
+    from annotator.store.step_index import IndexedBatches
+
+    def record(word: str, verdicts: dict[str, str]) -> ImportedRecord:
+        traj = Trajectory(id="twice", source_format="openai_chat", content_hash=word,
+                          steps=[Step(index=0, kind="message", role="user", content=word)])
+        return ImportedRecord(trajectory=traj, labels=[
+            Label(trajectory_id="twice", mode_id=m, annotator="gold", verdict=v, provenance="imported")
+            for m, v in verdicts.items()])
+
+    result = FileResult(path="twice.jsonl")
+    token = staging.start(seeded, "test")
+    staged = _Staged(seeded, token, result)
+    with IndexedBatches(seeded) as batches:
+        staged.write([record("first", {"FM-1.1": "present", "FM-2.2": "present"})], batches)
+        staged.write([record("second", {"FM-1.1": "absent", "FM-3.3": "present"})], batches)
+    staging.publish(seeded, token, list(staged.replaced.items()), staged.attributions)
+    assert (result.imported, result.labels) == (1, 2)
+    assert {lab.mode_id: lab.verdict for lab in current_labels(seeded) if lab.trajectory_id == "twice"} == {
+        "FM-1.1": "absent", "FM-3.3": "present"}
+    assert seeded.execute("SELECT count(*) FROM labels WHERE trajectory_id = 'twice'").fetchone() == (2,)

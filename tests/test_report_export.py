@@ -208,22 +208,112 @@ def test_rows_as_the_export_writes_them_write_the_same_tables_as_field_by_field_
     assert len(tables["as written"]["labels"]) == len(rows) and tables["as written"]["verdict_summary"]
 
 
-def test_a_trajectory_removed_while_its_labels_were_read_fails_the_publish_whole(labelled, tmp_path, monkeypatch):
-    from annotator.errors import StoreError
+def _exported(db, tmp_path, name="labels.jsonl", annotators=("judge",)):
+    path = tmp_path / name
+    path.write_text(export.render(db, "jsonl", list(annotators), TAX), encoding="utf-8")
+    return path
+
+
+def _removing_before_publish(monkeypatch, trajectory_id):
+    """Another process removes a trajectory right before the import publishes."""
     from annotator.store import staging
 
-    path = tmp_path / "labels.jsonl"
-    path.write_text(export.render(labelled, "jsonl", ["judge"], TAX), encoding="utf-8")
-    fresh = open_db(tmp_path / "fresh.db")
     publish = staging.publish
 
     def removed_first(db, *args, **kwargs):
-        db.execute("DELETE FROM trajectories WHERE id = 'f02'")
+        db.execute("DELETE FROM trajectories WHERE id = ?", [trajectory_id])
         db.conn.commit()
         return publish(db, *args, **kwargs)
 
     monkeypatch.setattr(staging, "publish", removed_first)
+
+
+def test_a_new_trajectory_removed_while_its_labels_were_read_fails_the_publish_whole(labelled, tmp_path, monkeypatch):
+    """Its labels, written unseen, went with it: the file fails whole and says why."""
+    path = _exported(labelled, tmp_path)
+    fresh = open_db(tmp_path / "fresh.db")
+    _removing_before_publish(monkeypatch, "f02")
+    error = import_paths(fresh, [path]).files[0].error
+    assert "a trajectory of this file was removed by another process" in error and "import this file again" in error
+    assert fresh.execute("SELECT count(*) FROM labels").fetchone() == (0,)
+    assert fresh.execute("SELECT count(*) FROM trajectories").fetchone() == (0,)
+    fresh.close()
+
+
+def test_a_visible_trajectory_removed_while_its_labels_were_read_fails_the_publish_whole(labelled, tmp_path,
+                                                                                          monkeypatch):
+    """Labels for a trajectory already there wait until publishing, which the missing trajectory fails."""
+    from annotator.errors import StoreError
+
+    fresh = open_db(tmp_path / "fresh.db")
+    assert not import_paths(fresh, [_exported(labelled, tmp_path)]).failed
+    before = fresh.execute("SELECT count(*) FROM labels").fetchone()
+    label_all(labelled, "f02", "judge", {"FM-1.2": 1}, provenance="imported", done=False)  # a changed verdict
+    path = _exported(labelled, tmp_path, "changed.jsonl")
+    _removing_before_publish(monkeypatch, "f02")
     with pytest.raises(StoreError, match="FOREIGN KEY constraint failed"):
         import_paths(fresh, [path])
-    assert fresh.execute("SELECT count(*) FROM labels").fetchone() == (0,)
+    assert fresh.execute("SELECT count(*) FROM labels WHERE trajectory_id != 'f02'").fetchone() <= before
+    assert fresh.execute("SELECT count(*) FROM trajectories WHERE pending IS NOT NULL").fetchone() == (0,)
     fresh.close()
+
+
+def test_labels_written_before_publishing_are_seen_by_no_reader(labelled, tmp_path, monkeypatch):
+    """Until the import publishes, no current label, summary, annotator or listing shows them."""
+    from annotator.store import staging
+    from annotator.store.labels import annotators
+    from annotator.store.trajectories import list_trajectories
+
+    path = _exported(labelled, tmp_path, annotators=("alice", "judge"))
+    fresh = open_db(tmp_path / "fresh.db")
+    publish, seen = staging.publish, {}
+
+    def looked_first(db, *args, **kwargs):
+        seen["written"] = db.execute("SELECT count(*) FROM labels").fetchone()[0]
+        seen["current"] = len(current_labels(db))
+        seen["summary"] = db.execute("SELECT count(*) FROM verdict_summary").fetchone()[0]
+        seen["annotators"], seen["listed"] = annotators(db), len(list_trajectories(db))
+        return publish(db, *args, **kwargs)
+
+    monkeypatch.setattr(staging, "publish", looked_first)
+    result = import_paths(fresh, [path]).files[0]
+    assert not result.error and result.labels == seen["written"] > 0
+    assert (seen["current"], seen["summary"], seen["annotators"], seen["listed"]) == (0, 0, [], 0)
+    assert _current(fresh) == _current(labelled)
+    fresh.close()
+
+def test_a_label_import_killed_midway_leaves_no_label_behind(labelled, tmp_path):
+    """The labels written unseen go when the next import discards the killed one's trajectories."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from tests.test_concurrent_writes import MAST
+
+    template = orjson.loads(_exported(labelled, tmp_path).read_text().splitlines()[0])
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as fh:
+        for i in range(5_000):
+            for mode in MODES:
+                fh.write(orjson.dumps({**template, "trajectory_id": f"k{i:05d}", "mode_id": mode}) + b"\n")
+    db_path = tmp_path / "killed.db"
+    open_db(db_path).close()
+    proc = subprocess.Popen([str(MAST), "--db", str(db_path), "import", "-q", str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watcher = sqlite3.connect(db_path)
+    deadline = time.monotonic() + 60
+    while watcher.execute("SELECT count(*) FROM labels").fetchone()[0] < 1000:
+        assert time.monotonic() < deadline and proc.poll() is None, "the import writes labels unseen"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    db = open_db(db_path)
+    assert current_labels(db) == [] and db.execute("SELECT count(*) FROM verdict_summary").fetchone() == (0,)
+    assert not import_paths(db, [_exported(labelled, tmp_path, "small.jsonl")]).failed
+    assert watcher.execute("SELECT count(*) FROM labels WHERE trajectory_id LIKE 'k%'").fetchone() == (0,)
+    assert watcher.execute("SELECT count(*) FROM trajectories WHERE pending IS NOT NULL").fetchone() == (0,)
+    assert watcher.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    watcher.close()
+    db.close()

@@ -169,9 +169,11 @@ def _wanted(f: Path) -> bool:
     return not name.startswith(".") and not name.endswith(_SKIP_SUFFIXES)
 
 
-#: Labels of stubs gathered before they are written together (a label export's trajectories
-#: carry 14 labels per source each: several hundred trajectories per batch of statements).
-STUB_BATCH_LABELS = 10_000
+#: Labels of stubs gathered before they are written together, in one transaction of a fraction
+#: of a second (a label export's trajectories carry 14 labels per source each: a few thousand
+#: trajectories a batch). Each commit writes the index pages its labels touched, so fewer,
+#: larger batches write them fewer times.
+STUB_BATCH_LABELS = 50_000
 
 
 def import_file(
@@ -394,14 +396,15 @@ class _Staged:
             setattr(self.result, earlier, getattr(self.result, earlier) - 1)
             status = "imported" if earlier == "imported" else status
             if earlier != "unchanged":
-                self.result.labels -= staging.unstage_labels(self.db, tid)
+                self.result.labels -= staging.unstage_labels(self.db, self.token, tid)
                 self.attributions = [a for a in self.attributions if a.trajectory_id != tid]
             rec.ledger.warn("duplicate_id", "a trajectory id the file gives again: the later record is kept")
         self.status[tid] = status
         setattr(self.result, status, getattr(self.result, status) + 1)
         if status != "unchanged":
             self.result.ledger.merge(rec.ledger)
-            self.result.labels += staging.stage_labels(self.db, rec.labels)
+            unseen = {tid} if shadow is None else set()  # a new trajectory, or one this file gave before
+            self.result.labels += staging.stage_labels(self.db, rec.labels, unseen)
             self.attributions.extend(rec.attributions)
 
     def merge_stubs(self) -> None:
@@ -412,13 +415,15 @@ class _Staged:
         if not stubs:
             return
         saved = save_stubs(self.db, [(r.trajectory, r.stub_steps) for r in stubs], pending=self.token)
+        unseen = set()  # the ids of stubs new to the store: written unseen
         for rec, status in zip(stubs, saved, strict=True):
             result.trajectory_ids.append(rec.trajectory.id)
             setattr(result, status, getattr(result, status) + 1)
             if status != "unchanged":
                 result.ledger.merge(rec.ledger)
+                unseen.add(rec.trajectory.id)
         rows = new_or_changed(self.db, [row for rec in stubs for row in rec.label_rows])
-        result.labels += staging.stage_label_rows(self.db, rows)
+        result.labels += staging.stage_label_rows(self.db, rows, unseen)
         stubs.clear()
 
 

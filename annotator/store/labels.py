@@ -82,16 +82,21 @@ def add_labels(db: Database, labels: Iterable[Label]) -> list[int]:
         return [r[0] for r in db.execute("SELECT id FROM labels WHERE id > ? ORDER BY id", [before])]
 
 
-def make_current(db: Database, after: int) -> None:
-    """Point ``label_state`` at the labels appended after row ``after``, the newest of each key
-    winning (one INSERT ... SELECT: far cheaper than a bound row per label), and fold the changed
-    trajectories' verdicts into ``verdict_summary``."""
+#: Above every row id (SQLite's largest integer): the end of a range of rows that has none.
+_LAST_ROW = 2**63 - 1
+
+
+def make_current(db: Database, after: int, upto: int = _LAST_ROW) -> None:
+    """Point ``label_state`` at the labels of rows ``after`` < id ≤ ``upto`` (by default every
+    one appended after ``after``), the newest of each key winning (one INSERT ... SELECT: far
+    cheaper than a bound row per label), and fold the changed trajectories' verdicts into
+    ``verdict_summary``."""
     db.execute(
         "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
-        " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? ORDER BY id",
-        [after],
+        " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? AND id <= ? ORDER BY id",
+        [after, upto],
     )
-    verdict_summary.labels_made_current(db, after)
+    verdict_summary.labels_made_current(db, after, upto)
 
 
 def retract(db: Database, label_id: int, annotator: str) -> Label | None:

@@ -10,8 +10,14 @@ one last short transaction:
   full-text rows at each commit (``store.step_index``);
 - a changed trajectory's new version is written the same way under a shadow id, and publishing
   moves it under the real id (the trajectory's labels and reviews stay);
-- the file's labels wait in a temporary table of the connection (``staged_labels``), its
-  attributions in memory, until then (releases before kept them in ``pending_labels``).
+- the labels of a trajectory the import is writing unseen go straight into ``labels``: no
+  reader finds them, since every reader of a label goes through its current state
+  (``label_state``) or its trajectory, and publishing makes them current. A failed import's go
+  with their trajectory (``ON DELETE CASCADE``). The ranges of rows they were written in wait in
+  a temporary table of the connection (``staged_ranges``);
+- the labels of trajectories already visible wait in a temporary table of the connection
+  (``staged_labels``), its attributions in memory, until then (releases before kept them in
+  ``pending_labels``).
 
 A file that fails is discarded (:func:`discard`): nothing of it remains, visible or not. A
 process killed mid-import leaves only invisible rows, tagged with its import's token; the next
@@ -28,7 +34,7 @@ import fcntl
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -92,7 +98,7 @@ def start(db: Database, source: str) -> str:
     token = f"{host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
     _take_lease(db, token)  # before the row: a registered import always has its lease
     with write(db):
-        db.execute(f"DELETE FROM {_staged(db)}")  # what a failed import could not withdraw is not this one's
+        _clear_staged(db)  # what a failed import could not withdraw is not this one's
         db.execute(
             "INSERT INTO imports (token, host, pid, source, started_at) VALUES (?, ?, ?, ?, ?)",
             [token, host, os.getpid(), source, utcnow().isoformat()],
@@ -188,29 +194,85 @@ def _drop(db: Database, traj_id: str, batches: IndexedBatches | None = None) -> 
 
 
 def _staged(db: Database) -> str:
-    """The table where this connection keeps the labels of the file it is importing until it
-    publishes them: a temporary one, the connection's own, so keeping them adds nothing to the
-    database file or its log (the import's transaction holds the write lock, as before) and a
-    process that dies leaves none behind.
+    """The table where this connection keeps the labels of the file it is importing on
+    trajectories already visible, until it publishes them: a temporary one, the connection's
+    own, so keeping them adds nothing to the database file or its log (the import's transaction
+    holds the write lock, as before) and a process that dies leaves none behind.
     A connection imports one file at a time, so the table holds that file's labels alone."""
     db.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_labels (seq INTEGER PRIMARY KEY, {LABEL_COLUMNS})")
     return "temp.staged_labels"
 
 
-def stage_labels(db: Database, labels: Iterable[Label]) -> int:
-    """Keep labels until the import is published; returns how many."""
-    return stage_label_rows(db, [label_row(lab) for lab in labels])
+def _ranges(db: Database) -> str:
+    """The table where this connection keeps the ranges of ``labels`` rows (``after`` < id ≤
+    ``upto``) it wrote for the trajectories of the file it is importing unseen, with how many
+    of those rows stand (``n``): publishing makes them current, range by range in order, once
+    it has seen that none went with a trajectory another process removed."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS staged_ranges"
+               " (after INTEGER PRIMARY KEY, upto INTEGER NOT NULL, n INTEGER NOT NULL)")
+    return "temp.staged_ranges"
 
 
-def stage_label_rows(db: Database, rows: Sequence[tuple]) -> int:
-    """Keep labels in stored form (``labels.label_row``) until the import is published; returns how many."""
-    insert_rows(db.conn, _staged(db), LABEL_COLUMNS, rows)
+def _clear_staged(db: Database) -> None:
+    db.execute(f"DELETE FROM {_staged(db)}")
+    db.execute(f"DELETE FROM {_ranges(db)}")
+
+
+def stage_labels(db: Database, labels: Iterable[Label], unseen: Collection[str] = ()) -> int:
+    """Keep labels until the import is published; returns how many (``unseen``: see
+    :func:`stage_label_rows`)."""
+    return stage_label_rows(db, [label_row(lab) for lab in labels], unseen)
+
+
+def _last_label_id(db: Database) -> int:
+    """The id after which the next label's comes (``labels`` is AUTOINCREMENT: an id is never
+    given twice, so a range of rows written later never overlaps an earlier one)."""
+    row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'labels'").fetchone()
+    return row[0] if row else 0
+
+
+_TRAJECTORY = [c.strip() for c in LABEL_COLUMNS.split(",")].index("trajectory_id")
+
+
+def stage_label_rows(db: Database, rows: Sequence[tuple], unseen: Collection[str] = ()) -> int:
+    """Keep labels in stored form (``labels.label_row``) until the import is published; returns
+    how many. The labels of the trajectories ``unseen`` names, which this import is writing
+    unseen, are written into ``labels`` now (in the import's transaction: no other writer's row
+    comes between them) and their range of rows is noted: publishing has only to make them
+    current, which keeps the write lock it holds short. The others wait in ``staged_labels``."""
+    written = [row for row in rows if row[_TRAJECTORY] in unseen] if unseen else []
+    if written:
+        after = _last_label_id(db)
+        insert_rows(db.conn, "labels", LABEL_COLUMNS, written)
+        upto, ranges = _last_label_id(db), _ranges(db)
+        if not db.execute(f"UPDATE {ranges} SET upto = ?, n = n + ? WHERE upto = ?", [upto, len(written), after]).rowcount:
+            db.execute(f"INSERT INTO {ranges} VALUES (?, ?, ?)", [after, upto, len(written)])  # not right after the last
+    waiting = [row for row in rows if row[_TRAJECTORY] not in unseen] if written else rows
+    if waiting:
+        insert_rows(db.conn, _staged(db), LABEL_COLUMNS, waiting)
     return len(rows)
 
 
-def unstage_labels(db: Database, trajectory_id: str) -> int:
-    """Withdraw the labels staged for one trajectory (a later record of it replaces them); returns how many."""
-    return db.execute(f"DELETE FROM {_staged(db)} WHERE trajectory_id = ?", [trajectory_id]).rowcount
+def unstage_labels(db: Database, token: str, trajectory_id: str) -> int:
+    """Withdraw the labels staged for one trajectory (a later record of it replaces them),
+    those written for it unseen included; returns how many."""
+    withdrawn = db.execute(f"DELETE FROM {_staged(db)} WHERE trajectory_id = ?", [trajectory_id]).rowcount
+    if db.execute("SELECT 1 FROM trajectories WHERE id = ? AND pending = ?", [trajectory_id, token]).fetchone():
+        db.execute(f"UPDATE {_ranges(db)} SET n = n - (SELECT count(*) FROM labels"
+                   " WHERE trajectory_id = ? AND id > after AND id <= upto)", [trajectory_id])
+        withdrawn += db.execute("DELETE FROM labels WHERE trajectory_id = ?", [trajectory_id]).rowcount
+    return withdrawn
+
+
+def _written_unseen(db: Database) -> list[tuple[int, int]]:
+    """The ranges of rows :func:`stage_label_rows` wrote unseen, in order; ``ImportClash`` if a
+    row is gone (another process removed its trajectory, and the labels went with it)."""
+    ranges = db.execute(f"SELECT after, upto, n FROM {_ranges(db)} ORDER BY after").fetchall()
+    for after, upto, n in ranges:
+        if db.execute("SELECT count(*) FROM labels WHERE id > ? AND id <= ?", [after, upto]).fetchone()[0] != n:
+            raise ImportClash("a trajectory of this file was removed by another process while the file was"
+                              " imported, and its labels with it; import this file again")
+    return [(after, upto) for after, upto, _ in ranges]
 
 
 def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attributions: Sequence[Attribution],
@@ -228,11 +290,13 @@ def publish(db: Database, token: str, replaced: Sequence[tuple[str, str]], attri
         for shadow, real in replaced:
             move_version(db, shadow, real)
         db.execute("UPDATE trajectories SET pending = NULL WHERE pending = ?", [token])
-        before = db.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        for after, upto in _written_unseen(db):
+            make_current(db, after, upto)
+        before = _last_label_id(db)
         staged = _staged(db)
         db.execute(f"INSERT INTO labels ({LABEL_COLUMNS}) SELECT {LABEL_COLUMNS} FROM {staged} ORDER BY seq")
         make_current(db, before)
-        db.execute(f"DELETE FROM {staged}")
+        _clear_staged(db)
         for att in attributions:
             save_attribution(db, att)
         db.execute("DELETE FROM imports WHERE token = ?", [token])
@@ -245,8 +309,8 @@ def discard(db: Database, token: str) -> None:
         for (tid,) in db.execute("SELECT id FROM trajectories WHERE pending = ?", [token]).fetchall():
             _drop(db, tid)
             batches.point()
-        if token in _LEASES:  # this connection's own import: its labels are in its temporary table
-            db.execute(f"DELETE FROM {_staged(db)}")
+        if token in _LEASES:  # this connection's own import: its labels are in its temporary tables
+            _clear_staged(db)
         db.execute("DELETE FROM pending_labels WHERE token = ?", [token])  # what an earlier release staged
         db.execute("DELETE FROM imports WHERE token = ?", [token])
     _end_lease(db, token)

@@ -77,26 +77,27 @@ def rebuild(db: Database) -> None:
     )
 
 
-#: The labels appended after a row: read by rowid from there (SQLite would rather scan a whole
-#: index of ``labels`` for their distinct keys), and the new labels' cells found from their
-#: keys (CROSS JOIN keeps that order: a database's every cell otherwise).
-_NEW = "FROM labels NOT INDEXED WHERE id > ?"
+#: The labels of a range of rows: read by rowid (SQLite would rather scan a whole index of
+#: ``labels`` for their distinct keys), and the new labels' cells found from their keys (CROSS
+#: JOIN keeps that order: a database's every cell otherwise).
+_NEW = "FROM labels NOT INDEXED WHERE id > ? AND id <= ?"
 
 
-def labels_made_current(db: Database, after: int) -> None:
-    """Fold again the (annotator, trajectory) pairs of the labels appended after row ``after``
-    (which ``labels.make_current`` has just made current)."""
-    fold, params = _fold(_codes(db, f"SELECT mode_id {_NEW}", [after]))
+def labels_made_current(db: Database, after: int, upto: int) -> None:
+    """Fold again the (annotator, trajectory) pairs of the labels of rows ``after`` < id ≤
+    ``upto`` (which ``labels.make_current`` has just made current)."""
+    rows = [after, upto]
+    fold, params = _fold(_codes(db, f"SELECT mode_id {_NEW}", rows))
     db.execute(
         f"INSERT OR REPLACE INTO verdict_summary SELECT s.annotator, s.trajectory_id, {fold}"
         f" FROM (SELECT DISTINCT trajectory_id, annotator {_NEW}) d"
         " CROSS JOIN label_state s ON s.trajectory_id = d.trajectory_id AND s.annotator = d.annotator"
         " JOIN labels l ON l.id = s.label_id GROUP BY s.annotator, s.trajectory_id",
-        [*params, after],
+        [*params, *rows],
     )
     if _any_stale(db):  # the rows these labels replaced (sqlite-utils turns recursive triggers on), and others
         db.execute("DELETE FROM verdict_summary_stale WHERE (annotator, trajectory_id) IN"
-                   f" (SELECT annotator, trajectory_id {_NEW})", [after])
+                   f" (SELECT annotator, trajectory_id {_NEW})", rows)
         refresh(db)
 
 
