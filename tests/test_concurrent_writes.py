@@ -124,16 +124,23 @@ def test_a_file_that_fails_leaves_nothing_staged(db_path, seeded, tmp_path):
     assert search_steps(seeded, "c39 step 7") == []
 
 
+def kill_midway(proc: subprocess.Popen, watcher: sqlite3.Connection, count: str, at_least: int, doing: str) -> None:
+    """SIGKILL ``proc`` once the query ``count`` counts ``at_least`` (which it must do while it
+    runs, within a minute: ``doing`` says what it is then)."""
+    deadline = time.monotonic() + 60
+    while watcher.execute(count).fetchone()[0] < at_least:
+        assert time.monotonic() < deadline and proc.poll() is None, doing
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def test_an_import_killed_midway_shows_nothing_and_is_cleaned_up(db_path, seeded, tmp_path):
     big = corpus(tmp_path / "big.jsonl", 400)
     proc = _import(big, db_path)
     watcher = sqlite3.connect(db_path)
-    deadline = time.monotonic() + 60
-    while watcher.execute("SELECT count(*) FROM trajectories WHERE pending IS NOT NULL").fetchone()[0] < 5:
-        assert time.monotonic() < deadline and proc.poll() is None, "the import stages trajectories"
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_midway(proc, watcher, "SELECT count(*) FROM trajectories WHERE pending IS NOT NULL", 5,
+                "the import stages trajectories")
     # In a container the next process may get the dead one's pid (pid 1): a live pid on the same
     # host must not keep the abandoned import's rows forever.
     watcher.execute("UPDATE imports SET pid = ?, host = ?", [os.getpid(), socket.gethostname()])

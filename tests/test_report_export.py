@@ -284,13 +284,10 @@ def test_labels_written_before_publishing_are_seen_by_no_reader(labelled, tmp_pa
 
 def test_a_label_import_killed_midway_leaves_no_label_behind(labelled, tmp_path):
     """The labels written unseen go when the next import discards the killed one's trajectories."""
-    import os
-    import signal
     import sqlite3
     import subprocess
-    import time
 
-    from tests.test_concurrent_writes import MAST
+    from tests.test_concurrent_writes import MAST, kill_midway
 
     template = orjson.loads(_exported(labelled, tmp_path).read_text().splitlines()[0])
     big = tmp_path / "big.jsonl"
@@ -303,12 +300,7 @@ def test_a_label_import_killed_midway_leaves_no_label_behind(labelled, tmp_path)
     proc = subprocess.Popen([str(MAST), "--db", str(db_path), "import", "-q", str(big)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     watcher = sqlite3.connect(db_path)
-    deadline = time.monotonic() + 60
-    while watcher.execute("SELECT count(*) FROM labels").fetchone()[0] < 1000:
-        assert time.monotonic() < deadline and proc.poll() is None, "the import writes labels unseen"
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_midway(proc, watcher, "SELECT count(*) FROM labels", 1000, "the import writes labels unseen")
     db = open_db(db_path)
     assert current_labels(db) == [] and db.execute("SELECT count(*) FROM verdict_summary").fetchone() == (0,)
     assert not import_paths(db, [_exported(labelled, tmp_path, "small.jsonl")]).failed
