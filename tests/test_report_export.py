@@ -262,6 +262,7 @@ def test_labels_written_before_publishing_are_seen_by_no_reader(labelled, tmp_pa
     """Until the import publishes, no current label, summary, annotator or listing shows them."""
     from annotator.store import staging
     from annotator.store.labels import annotators
+    from annotator.store.report_tables import last_activity
     from annotator.store.trajectories import list_trajectories
 
     path = _exported(labelled, tmp_path, annotators=("alice", "judge"))
@@ -273,12 +274,14 @@ def test_labels_written_before_publishing_are_seen_by_no_reader(labelled, tmp_pa
         seen["current"] = len(current_labels(db))
         seen["summary"] = db.execute("SELECT count(*) FROM verdict_summary").fetchone()[0]
         seen["annotators"], seen["listed"] = annotators(db), len(list_trajectories(db))
+        seen["active"] = last_activity(db, ["alice", "judge"])
         return publish(db, *args, **kwargs)
 
     monkeypatch.setattr(staging, "publish", looked_first)
     result = import_paths(fresh, [path]).files[0]
     assert not result.error and result.labels == seen["written"] > 0
-    assert (seen["current"], seen["summary"], seen["annotators"], seen["listed"]) == (0, 0, [], 0)
+    assert (seen["current"], seen["summary"], seen["annotators"], seen["listed"], seen["active"]) == (0, 0, [], 0, {})
+    assert set(last_activity(fresh, ["alice", "judge"])) == {"alice", "judge"}
     assert _current(fresh) == _current(labelled)
     fresh.close()
 

@@ -497,10 +497,13 @@ def trajectory_ids(db: Database) -> list[str]:
 
 def last_activity(db: Database, names: Sequence[str]) -> dict[str, str]:
     """Per annotator of ``names``, when it last wrote a label or changed a review state (ISO 8601
-    text; none if neither). One search of each table's (annotator, time) index a name."""
+    text; none if neither). One search of each table's (annotator, time) index a name, from the
+    latest back past the labels of trajectories an import is still writing unseen."""
     out = {}
     for name in names:
-        stamps = db.execute("SELECT (SELECT max(created_at) FROM labels WHERE annotator = :name),"
+        stamps = db.execute("SELECT (SELECT l.created_at FROM labels l WHERE l.annotator = :name AND NOT EXISTS"
+                            " (SELECT 1 FROM trajectories t WHERE t.id = l.trajectory_id AND t.pending IS NOT NULL)"
+                            " ORDER BY l.created_at DESC LIMIT 1),"
                             " (SELECT max(updated_at) FROM review_state WHERE annotator = :name)",
                             {"name": name}).fetchone()
         if any(stamps):
