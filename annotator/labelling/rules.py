@@ -193,6 +193,12 @@ class UnawareOfTermination(_Detector):
 
     A later part counts its steps that say something (and keeps the first few): all of them
     continue after a signal the part before gave.
+
+    Once a part holds a signal with two steps after it, or three signals, its finding is that
+    signal's whatever follows, and so is the finding of the parts it is joined with (their first
+    signal has at least as many steps after it, and signals only add up): it then stops testing
+    steps for signals and counting prompts (``settled``), most of its work a step, and only
+    counts the steps that go on.
     """
 
     name = "unaware_of_termination"
@@ -208,6 +214,7 @@ class UnawareOfTermination(_Detector):
         self.nudge_counts: dict[bytes, int] = {}
         self.said: list[int] = []
         self.n_said = 0
+        self.settled = False
 
     def feed(self, s: RuleStep, m: Message) -> None:
         self.tail.append(s)
@@ -221,10 +228,15 @@ class UnawareOfTermination(_Detector):
                 self.n_said += 1
                 if len(self.said) < 10:
                     self.said.append(s.index)
+        if self.settled:
+            return
         if is_termination(s.content, text if m.whole else None):
             self.signals += 1
             if self.first_signal is None:
                 self.first_signal = s.index
+        if self.first_signal is not None and (self.n_after >= 2 or self.signals >= 3):
+            self.settled = True
+            return
         if text and m.whole and len(text) <= NUDGE_CHARS:
             key = _key(_speaker(s), text)
             count = self.nudge_counts[key] = self.nudge_counts.get(key, 0) + 1
@@ -264,7 +276,8 @@ class ConversationReset(_Detector):
     """FM-2.1: the task is stated again from scratch in the middle of the run.
 
     A later part reads the run's first steps up to its first message of ``MIN_CHARS`` (the
-    reference restated), usually a step or two.
+    reference restated), usually a step or two. The finding is the first ``MAX_CITED``
+    restatements, so a part that has found them reads no further.
     """
 
     name = "conversation_reset"
@@ -275,7 +288,6 @@ class ConversationReset(_Detector):
         self.first: int | None = None
         self.position = 0
         self.hits: list[int] = []
-        self.n = 0
 
     def _first(self, s: RuleStep, m: Message) -> bool:
         if self.first is None and len(m.text) >= MIN_CHARS:
@@ -285,13 +297,13 @@ class ConversationReset(_Detector):
         return False
 
     def feed(self, s: RuleStep, m: Message) -> None:
+        if len(self.hits) == MAX_CITED:
+            return
         position, self.position = self.position, self.position + 1
         if len(m.text) < MIN_CHARS or self._first(s, m):
             return
         if position >= 2 and near_duplicate_of(m, self.references):
-            self.n += 1
-            if len(self.hits) < MAX_CITED:
-                self.hits.append(s.index)
+            self.hits.append(s.index)
 
     def follows(self, before: Callable[[], Iterable[RuleStep]]) -> None:
         super().follows(before)
@@ -303,11 +315,10 @@ class ConversationReset(_Detector):
                 break
 
     def join(self, later: ConversationReset) -> None:
-        self.n += later.n
         self.hits = [*self.hits, *later.hits][:MAX_CITED]
 
     def result(self) -> Hit | None:
-        if not self.n:
+        if not self.hits:
             return None
         return Hit(steps=self.hits, reason="the task is restated from the beginning mid-run")
 

@@ -6,8 +6,10 @@ import json
 import random
 import re
 
+from rapidfuzz.distance import Indel
+
 from annotator.labelling.grounding import normalise
-from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, message
+from annotator.labelling.near_duplicates import CLAUSE_CHARS, COMPARED_CHARS, NEAR_DUPLICATE, _similar, message
 from annotator.labelling.termination import _ANCHORS, _TERMINATION, _termination_matches, bare_termination, is_termination
 
 #: Texts that stress the prefix reading: whitespace-heavy, case folding that lengthens (ß), long.
@@ -39,6 +41,38 @@ def test_message_reads_the_normalised_head_and_its_clauses(shared_data):
         assert m.clauses == split and m.clause_chars == sum(map(len, split))
         if split:  # the key clauses hold more than half of the clause text
             assert 2 * sum(map(len, m.keys)) > m.clause_chars and set(m.keys) <= split
+
+
+def test_the_similarity_from_the_lcs_is_rapidfuzz_s(shared_data):
+    """``_similar`` (the LCS under a whole-number cutoff) answers as the Indel similarity with its
+    own cutoff does: right at ``NEAR_DUPLICATE`` and one edit either side of it (``d`` characters
+    deleted from ``n``: the LCS is ``n - d``, the similarity 0.9 when ``d = 2n / 11``), on texts
+    edited at random, and on the heads of real messages of compatible lengths."""
+    rng = random.Random(13)
+    pairs = []
+    for j in range(1, 190, 3):
+        a = "".join(rng.choices("abcde ", k=11 * j))
+        for d in (2 * j - 1, 2 * j, 2 * j + 1):
+            gone = set(rng.sample(range(len(a)), d))
+            pairs.append((a, "".join(c for i, c in enumerate(a) if i not in gone)))
+    for n in [*range(1, 120), 200, 640, 2000]:
+        a = "".join(rng.choices("abcde ", k=n))
+        for _ in range(6):
+            b = list(a)
+            for _ in range(rng.randint(0, n // 3 + 1)):
+                at = rng.randrange(len(b) + 1)
+                if b and rng.random() < 0.5:
+                    del b[min(at, len(b) - 1)]
+                else:
+                    b.insert(at, rng.choice("abcdef "))
+            pairs.append((a, "".join(b)))
+    heads = sorted((message(t).text for t in who_and_when_texts(shared_data)), key=len)
+    pairs += [(a, b) for a, b in zip(heads, heads[1:]) if a]
+    pairs += [(b, a) for a, b in pairs]
+    near = [Indel.normalized_similarity(a, b, score_cutoff=NEAR_DUPLICATE) >= NEAR_DUPLICATE for a, b in pairs]
+    assert [_similar(a, b) for a, b in pairs] == near
+    assert 0.2 * len(pairs) < sum(near) < 0.8 * len(pairs)
+    assert sum(Indel.normalized_similarity(a, b) == NEAR_DUPLICATE for a, b in pairs) >= 100
 
 
 def test_normalise_folds_ascii_as_str_split_and_casefold_do(shared_data):

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from annotator.labelling.rules import DETECTORS, LOOKBACK, RuleStep, results, scan, scan_part
+from annotator.labelling.rules import DETECTORS, LOOKBACK, MAX_CITED, RuleStep, results, scan, scan_part
 
 TASK = "Write a function that returns the n-th Fibonacci number and test it."
 WORDS = [f"w{i}" for i in range(400)]
@@ -74,6 +74,19 @@ def nudges() -> list[RuleStep]:
     return _steps(items)
 
 
+def restatements() -> list[RuleStep]:
+    """FM-2.1 beyond the ``MAX_CITED`` restatements it cites, and FM-1.5 settled by an early
+    signal, with more signals and a prompt sent again and again after it."""
+    items = [("user", "message", TASK, None), ("coder", "message", "Nothing to do. TERMINATE", None)]
+    for i in range(MAX_CITED + 5):
+        items += [("planner", "message", TASK, None), ("coder", "message", f"Working on part {i} now.", None)]
+        if i % 10 == 3:
+            items.append(("proxy", "message", "Continue. Please keep solving the problem.", None))
+        if i % 17 == 0:
+            items.append(("coder", "message", "TERMINATE", None))
+    return _steps(items)
+
+
 def turn_limit() -> list[RuleStep]:
     """FM-1.5 by a turn limit, said among the last three steps."""
     items = [("user", "message", TASK, None)] + [("a", "message", f"working {i}", None) for i in range(8)]
@@ -89,7 +102,7 @@ def _found(steps: list[RuleStep], cuts: list[int]) -> dict[str, tuple[list[int],
     return {mode: hit and (hit.steps, hit.reason) for mode, (_, hit) in results(parts).items()}
 
 
-@pytest.mark.parametrize("build", [repetitions, termination, nudges, turn_limit])
+@pytest.mark.parametrize("build", [repetitions, termination, nudges, restatements, turn_limit])
 def test_parts_joined_find_what_one_scan_finds(build):
     steps = build()
     whole = {mode: hit and (hit.steps, hit.reason) for mode, (_, hit) in scan(steps, TASK, DETECTORS).items()}
@@ -113,3 +126,6 @@ def test_the_built_runs_find_across_the_window_and_the_seam():
     assert scan(termination(), TASK, DETECTORS)["FM-1.5"][1].reason.startswith("10 step(s) continue")
     assert scan(nudges(), TASK, DETECTORS)["FM-1.5"][1].reason == "the same prompt is sent 4 times instead of ending the run"
     assert scan(turn_limit(), TASK, DETECTORS)["FM-1.5"][1].reason == "the run stopped at a turn or step limit"
+    restated = {mode: hit for mode, (_, hit) in scan(restatements(), TASK, DETECTORS).items()}
+    assert len(restated["FM-2.1"].steps) == MAX_CITED and restated["FM-2.1"].steps[-1] < len(restatements()) - 10
+    assert restated["FM-1.5"].reason.endswith("continue after the termination signal at step 1")
