@@ -221,7 +221,7 @@ class JudgeClient:
             reraise=True,
         ):
             with attempt:
-                async with self.pacer.slot(tokens):
+                async with self.pacer.slot(tokens) as sent_at:
                     try:
                         # ``post`` with the finished body: ``chat.completions.create`` would walk the
                         # messages and the schema through its TypedDict transform first, which is most
@@ -236,7 +236,7 @@ class JudgeClient:
                                                            cast_to=self._response_type)
                     except openai.APIStatusError as exc:
                         if exc.status_code == 429:
-                            await self.pacer.rate_limited(exc.response.headers, _retry_after(exc))
+                            await self.pacer.rate_limited(exc.response.headers, _retry_after(exc), sent_at)
                         raise
                     data = orjson.loads(response.content)
                     usage = _field(data, "usage")

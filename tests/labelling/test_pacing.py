@@ -96,6 +96,19 @@ async def test_429s_without_headers_shrink_the_window_and_nothing_is_lost(db):
     assert pacer.window < 16
 
 
+async def test_only_429s_say_the_limit_and_the_rate_is_measured_from_them(db):
+    """No headers, no budget: the first 429 comes in the slow start's round that spends the
+    server's second of burst, the second one a span later in which it admitted exactly its rate;
+    the run keeps to that rate with a handful of 429s, not one for every place of that round sent
+    out again into an empty bucket (16 to 18 here, and 60% of the rate, when the rate answered
+    was cut by a share at every 429)."""
+    with FakeOpenAI(latency=0.05, rpm=1200) as srv:  # 20 a second, a burst of 20
+        pacer, counts = await _run(db, srv, 120, concurrency=32)
+    assert counts == {"done": 120, "failed": 0}
+    assert 1 <= srv.rate_limited <= 6
+    assert 0.9 * 1200 <= pacer.request_rate <= 1.1 * 1200
+
+
 async def test_a_429_before_any_answer_does_not_set_a_rate(db):
     """A 429 on the first request says nothing of the rate: the run must not crawl at 1 a minute."""
     with FakeOpenAI(latency=0.01) as srv:
