@@ -11,8 +11,9 @@ one last short transaction:
 - a changed trajectory's new version is written the same way under a shadow id, and publishing
   moves it under the real id (the trajectory's labels and reviews stay);
 - the labels of a trajectory the import is writing unseen go straight into ``labels``: no
-  reader finds them, since every reader of a label goes through its current state
-  (``label_state``) or its trajectory, and publishing makes them current. A failed import's go
+  reader finds them, since the readers of labels go through their current state
+  (``label_state``) or their trajectory, and a source's last activity passes over them;
+  publishing makes them current. A failed import's go
   with their trajectory (``ON DELETE CASCADE``). The ranges of rows they were written in wait in
   a temporary table of the connection (``staged_ranges``);
 - the labels of trajectories already visible wait in a temporary table of the connection
