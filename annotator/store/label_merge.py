@@ -16,9 +16,8 @@ from operator import itemgetter
 from sqlite_utils import Database
 
 from annotator.store._json import loads
-from annotator.store.labels import LABEL_COLUMNS
+from annotator.store.labels import LABEL_COLUMN_NAMES as _COLUMNS
 
-_COLUMNS = [c.strip() for c in LABEL_COLUMNS.split(",")]
 #: A label's content: every stored column but its cell (trajectory, annotator, mode), when it was
 #: written, and the columns an imported label never sets.
 _COMPARED = [c for c in _COLUMNS if c not in ("schema_version", "trajectory_id", "mode_id", "annotator", "retracts",

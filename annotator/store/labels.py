@@ -52,7 +52,9 @@ LABEL_COLUMNS = (
     "schema_version, trajectory_id, mode_id, annotator, verdict, onset_step, evidence_steps, quote, note,"
     " rationale, confidence, provenance, run_id, grounded, taxonomy_hash, retracts, extra, created_at"
 )
-_INSERT = f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES ({', '.join('?' for _ in LABEL_COLUMNS.split(','))})"
+#: Their names, in that order: where each value of a stored row (``label_row``) stands.
+LABEL_COLUMN_NAMES = tuple(c.strip() for c in LABEL_COLUMNS.split(","))
+_INSERT = f"INSERT INTO labels ({LABEL_COLUMNS}) VALUES ({', '.join('?' for _ in LABEL_COLUMN_NAMES)})"
 
 
 def _insert(db: Database, label: Label) -> int:

@@ -46,7 +46,7 @@ from annotator.store.attributions import save_attribution
 from annotator.store.binding import insert_rows
 from annotator.store.db import Batches, write
 from annotator.store.step_index import IndexedBatches
-from annotator.store.labels import LABEL_COLUMNS, label_row, make_current
+from annotator.store.labels import LABEL_COLUMN_NAMES, LABEL_COLUMNS, label_row, make_current
 from annotator.store.trajectories import (
     SaveResult,
     delete_steps,
@@ -232,7 +232,7 @@ def _last_label_id(db: Database) -> int:
     return row[0] if row else 0
 
 
-_TRAJECTORY = [c.strip() for c in LABEL_COLUMNS.split(",")].index("trajectory_id")
+_TRAJECTORY = LABEL_COLUMN_NAMES.index("trajectory_id")
 
 
 def stage_label_rows(db: Database, rows: Sequence[tuple], unseen: Collection[str] = ()) -> int:

@@ -266,6 +266,10 @@ _SUMMARY_COLS = select(TrajectorySummary)
 _SUMMARY_DECODE = json_columns("agents", "metadata")
 
 
+#: The order trajectories are listed in, everywhere they are listed.
+_LISTING_ORDER = "coalesce(system, ''), coalesce(model, ''), id"
+
+
 def list_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> list[TrajectorySummary]:
     """Trajectories matching the filter, in a stable order (system, model, id)."""
     return list(iter_trajectories(db, flt))
@@ -276,7 +280,7 @@ def iter_trajectories(db: Database, flt: TrajectoryFilter | None = None) -> Iter
     flt = flt or TrajectoryFilter()
     where, params = _where(flt)
     sql = f"SELECT {_SUMMARY_COLS} FROM trajectories t WHERE " + " AND ".join(where)
-    sql += " ORDER BY coalesce(system, ''), coalesce(model, ''), id"
+    sql += f" ORDER BY {_LISTING_ORDER}"
     return each(db.execute(sql, params), TrajectorySummary, _SUMMARY_DECODE)
 
 
@@ -320,7 +324,7 @@ def queue_page(
                      " AND r.status = 'done')")
         params.append(unfinished_for)
     mine = "EXISTS (SELECT 1 FROM assignments a WHERE a.trajectory_id = t.id AND a.annotator = ?)"
-    order, order_params = "coalesce(system, ''), coalesce(model, ''), id", []
+    order, order_params = _LISTING_ORDER, []
     if assigned_to is not None and assigned_only:
         where.append(mine)
         params.append(assigned_to)
