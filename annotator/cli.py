@@ -27,12 +27,12 @@ from annotator.report.output import REPORT_FORMATS
 from annotator.text import inert, inert_console, json_text, table_line
 
 out = inert_console(soft_wrap=False)
+err = inert_console(stderr=True, soft_wrap=True)
 
 #: Rows of ``mast list`` laid out and printed at a time.
 LIST_BLOCK = 1000
 #: Its columns' headers where they are not the column's name.
 _LIST_HEADERS = {"n_steps": "steps"}
-err = inert_console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:

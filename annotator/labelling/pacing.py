@@ -16,9 +16,9 @@ front of every request and learns the limit from what the server says:
   doubles each round trip, as TCP's does from its initial window, RFC 6928); from one it took
   six round trips to reach 64 in flight, a second of a 1,000-request run at 200 ms. Slow start
   goes in rounds: a round goes out whole and the next waits for all of its answers, until the
-  window has grown to ``--concurrency``. A round's answers come back together:
-  sent again as each came, the places of the round that emptied the server's bucket (doubled by
-  its answers) went out before the 429 among them was read, a dozen 429s at once. A 429 (with
+  window has grown to ``--concurrency``. A round's answers come back together: sent again as
+  each came, the places of the round that emptied the server's bucket (doubled by its answers)
+  went out before the 429 among them was read, a dozen 429s at once. A 429 (with
   ``Retry-After`` where given) pauses everyone for that long and halves the window, after which
   every answer widens it by ``1/window`` (additive increase, multiplicative decrease, as TCP
   does); never beyond ``--concurrency``. A 429 for a request sent before the last 429 was read is
@@ -33,10 +33,10 @@ front of every request and learns the limit from what the server says:
   refilled: its rate (less if its bucket overflowed meanwhile). Before the first 429 there is no
   such span, but the bucket held at most a burst: what was admitted, over the span plus
   ``BURST_S``, is the rate or less (for a burst of a second or less: providers enforce a
-  per-minute limit over shorter periods, 600 a minute as 10 a second). A request bucket is set at that rate, empty as the
-  server's is, and every answer raises it by ``PROBE_STEP`` while it rests on the assumed burst,
-  by ``PROBE_STEP_MEASURED`` once two 429s measured it: about one 429 in 20 s at the
-  benchmark's 400 a minute. A 429 too soon after the last to measure by (``MIN_SPAN_S``) cuts the
+  per-minute limit over shorter periods, 600 a minute as 10 a second). A request bucket is set
+  at that rate, empty as the server's is, and every answer raises it by ``PROBE_STEP`` while it
+  rests on the assumed burst, by ``PROBE_STEP_MEASURED`` once two 429s measured it: about one
+  429 in 20 s at the benchmark's 400 a minute. A 429 too soon after the last to measure by (``MIN_SPAN_S``) cuts the
   rate to ``BACKOFF_SHARE``. The rate answered over the last seconds, cut by 15% at every 429,
   missed both ways: well above the limit after the burst, well below it after the dozen 429s
   that followed; 3% of the requests were answered 429.
