@@ -80,3 +80,58 @@ def test_source_names_and_last_activity_come_from_every_label_and_review_state(d
     assert names == sorted(every) == ["alice", "bob", "carol", "run:7"]
     assert report_tables.last_activity(db, [*names, "nobody"]) == every
     assert every["alice"] == db.execute("SELECT updated_at FROM review_state WHERE annotator = 'alice'").fetchone()[0]
+
+
+def test_a_sources_last_label_is_kept_as_written_retractions_included_and_removals_leave_it(db):
+    """``label_activity`` says when each source last wrote a label: raised by every label made
+    current (an older imported time lowers nothing) and by a retraction, and left as it is when
+    the trajectory its newest label was on is removed."""
+    from datetime import datetime, timedelta, timezone
+
+    from annotator.models import Label
+    from annotator.store import report_tables
+    from annotator.store.labels import add_labels, retract
+    from annotator.store.trajectories import delete_trajectory
+
+    for tid in ("t1", "t2"):
+        add_trajectory(db, tid)
+    late, early = (datetime(2026, 5, 1, tzinfo=timezone.utc) + timedelta(days=d) for d in (10, 0))
+    ids = add_labels(db, [Label(trajectory_id="t1", mode_id="FM-1.1", annotator="alice", verdict="present",
+                                provenance="human", created_at=late)])
+    add_labels(db, [Label(trajectory_id="t2", mode_id="FM-1.1", annotator="alice", verdict="absent",
+                          provenance="human", created_at=early)])
+    assert report_tables.last_activity(db, ["alice"]) == {"alice": late.isoformat()}
+    retract(db, ids[0], "alice")
+    retracted = db.execute("SELECT created_at FROM labels WHERE retracts = ?", ids).fetchone()[0]
+    assert report_tables.last_activity(db, ["alice"]) == {"alice": retracted} and retracted > late.isoformat()
+    delete_trajectory(db, "t1")
+    assert report_tables.last_activity(db, ["alice", "nobody"]) == {"alice": retracted}
+
+
+def test_the_migration_takes_each_sources_last_label_from_published_trajectories(db_path):
+    """A database of the release before ``label_activity`` gets each source's newest label time,
+    passing over the labels of a trajectory an import was writing unseen, and loses the index
+    that found it."""
+    import sqlite3
+
+    import sqlite_utils
+
+    from annotator.store import open_db
+    from annotator.store.schema import MIGRATIONS
+
+    old = sqlite_utils.Database(sqlite3.connect(db_path))
+    MIGRATIONS.apply(old, stop_before="015_label_activity")
+    for tid, pending in (("t1", None), ("t2", None), ("t3", "host:1:abc")):
+        old.execute("INSERT INTO trajectories (id, schema_version, source_format, content_hash, imported_at, pending)"
+                    " VALUES (?, 1, 'test', ?, '2026-01-01T00:00:00', ?)", [tid, tid, pending])
+    for tid, annotator, at in (("t1", "alice", "2026-03-01T00:00:00+00:00"), ("t2", "alice", "2026-02-01T00:00:00+00:00"),
+                               ("t3", "alice", "2026-09-01T00:00:00+00:00"), ("t2", "run:1", "2026-04-01T00:00:00+00:00"),
+                               ("t3", "bob", "2026-09-02T00:00:00+00:00")):
+        old.execute("INSERT INTO labels (schema_version, trajectory_id, mode_id, annotator, verdict, provenance,"
+                    " created_at) VALUES (1, ?, 'FM-1.1', ?, 'absent', 'human', ?)", [tid, annotator, at])
+    old.conn.commit()
+    old.close()
+    db = open_db(db_path)
+    assert dict(db.execute("SELECT annotator, written_at FROM label_activity")) == {
+        "alice": "2026-03-01T00:00:00+00:00", "run:1": "2026-04-01T00:00:00+00:00"}
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'idx_labels_activity'").fetchone() is None

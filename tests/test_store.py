@@ -79,7 +79,8 @@ def test_the_cli_says_when_it_upgrades_a_database_and_only_then(db_path):
     first = CliRunner().invoke(main, ["--db", str(db_path), "list"])
     assert first.exit_code == 0, first.output
     assert first.stderr.splitlines() == [
-        f"upgrading {db_path} to this release's schema (013_reference_indexes, 014_activity_indexes): once, and a"
+        f"upgrading {db_path} to this release's schema (013_reference_indexes, 014_activity_indexes,"
+        " 015_label_activity): once, and a"
         " large database takes minutes"]
     again = CliRunner().invoke(main, ["--db", str(db_path), "list"])
     fresh = CliRunner().invoke(main, ["--db", str(db_path.with_name("new.db")), "list"])

@@ -91,14 +91,26 @@ _LAST_ROW = 2**63 - 1
 def make_current(db: Database, after: int, upto: int = _LAST_ROW) -> None:
     """Point ``label_state`` at the labels of rows ``after`` < id ≤ ``upto`` (by default every
     one appended after ``after``), the newest of each key winning (one INSERT ... SELECT: far
-    cheaper than a bound row per label), and fold the changed trajectories' verdicts into
-    ``verdict_summary``."""
+    cheaper than a bound row per label), fold the changed trajectories' verdicts into
+    ``verdict_summary`` and note when their sources wrote."""
     db.execute(
         "INSERT OR REPLACE INTO label_state (trajectory_id, annotator, mode_id, label_id)"
         " SELECT trajectory_id, annotator, mode_id, id FROM labels WHERE id > ? AND id <= ? ORDER BY id",
         [after, upto],
     )
     verdict_summary.labels_made_current(db, after, upto)
+    note_activity(db, after, upto)
+
+
+def note_activity(db: Database, after: int, upto: int = _LAST_ROW) -> None:
+    """Raise each source's time in ``label_activity`` (when it last wrote a label) to the newest
+    ``created_at`` of its labels of rows ``after`` < id ≤ ``upto``."""
+    db.execute(
+        "INSERT INTO label_activity (annotator, written_at) SELECT annotator, max(created_at) FROM labels"
+        " WHERE id > ? AND id <= ? GROUP BY annotator"
+        " ON CONFLICT (annotator) DO UPDATE SET written_at = max(written_at, excluded.written_at)",
+        [after, upto],
+    )
 
 
 def retract(db: Database, label_id: int, annotator: str) -> Label | None:
@@ -111,7 +123,7 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
             raise ValueError(f"label {label_id} is itself a retraction")
         if db.execute("SELECT 1 FROM labels WHERE retracts = ?", [label_id]).fetchone():
             raise ValueError(f"label {label_id} is already retracted")
-        _insert(
+        retraction = _insert(
             db,
             target.model_copy(
                 update={
@@ -124,6 +136,7 @@ def retract(db: Database, label_id: int, annotator: str) -> Label | None:
                 }
             ),
         )
+        note_activity(db, retraction - 1, retraction)
         newest = decode_one(db.execute(
             f"SELECT {_COLS} FROM labels l WHERE trajectory_id = ? AND annotator = ? AND mode_id = ?"
             " AND retracts IS NULL AND NOT EXISTS (SELECT 1 FROM labels r WHERE r.retracts = l.id)"

@@ -475,7 +475,7 @@ def reviewers(db: Database) -> list[str]:
     ]
 
 
-def _names(db: Database, table: str) -> list[str]:
+def annotator_names(db: Database, table: str) -> list[str]:
     """The distinct annotators of ``table``, sorted, each found by one search of an index that
     leads with them for the one after the last (a skip scan: there are a few names and
     millions of rows)."""
@@ -487,7 +487,7 @@ def _names(db: Database, table: str) -> list[str]:
 
 def source_names(db: Database) -> list[str]:
     """Every name labels or review states stand under (people, runs, imported sets), sorted."""
-    return sorted(set(_names(db, "label_state")) | set(_names(db, "review_state")))
+    return sorted(set(annotator_names(db, "label_state")) | set(annotator_names(db, "review_state")))
 
 
 def trajectory_ids(db: Database) -> list[str]:
@@ -497,13 +497,11 @@ def trajectory_ids(db: Database) -> list[str]:
 
 def last_activity(db: Database, names: Sequence[str]) -> dict[str, str]:
     """Per annotator of ``names``, when it last wrote a label or changed a review state (ISO 8601
-    text; none if neither). One search of each table's (annotator, time) index a name, from the
-    latest back past the labels of trajectories an import is still writing unseen."""
+    text; none if neither): its row of ``label_activity`` and one search of review states'
+    (annotator, time) index a name."""
     out = {}
     for name in names:
-        stamps = db.execute("SELECT (SELECT l.created_at FROM labels l WHERE l.annotator = :name AND NOT EXISTS"
-                            " (SELECT 1 FROM trajectories t WHERE t.id = l.trajectory_id AND t.pending IS NOT NULL)"
-                            " ORDER BY l.created_at DESC LIMIT 1),"
+        stamps = db.execute("SELECT (SELECT written_at FROM label_activity WHERE annotator = :name),"
                             " (SELECT max(updated_at) FROM review_state WHERE annotator = :name)",
                             {"name": name}).fetchone()
         if any(stamps):

@@ -18,6 +18,7 @@ from sqlite_utils import Database
 from annotator.models import SCHEMA_VERSION
 from annotator.store import verdict_summary
 from annotator.store.db import write
+from annotator.store.labels import note_activity
 
 
 def insert_label_matrices(
@@ -39,7 +40,7 @@ def insert_label_matrices(
     and ``label_state`` is filled once, in its key order: sorting once is far cheaper than
     inserting 42 million rows into four indexes one by one. The triggers that keep
     ``verdict_summary`` current are dropped for the load too, and the summary folded once after
-    it. ``matrices`` may be a generator, so only one source's matrix need exist at a time.
+    it, as the sources' last activity is noted. ``matrices`` may be a generator, so only one source's matrix need exist at a time.
     """
     k = len(mode_ids)
     cols = ", ".join(f"o{j}" for j in range(k))
@@ -88,6 +89,7 @@ def insert_label_matrices(
         for _, sql in triggers:
             db.execute(sql)
         verdict_summary.rebuild(db)
+        note_activity(db, first)
 
 
 def insert_trajectory_rows(db: Database, rows: Iterable[dict]) -> None:
