@@ -25,6 +25,7 @@ from annotator.errors import ReportError
 from annotator.label_sources import SourceFacts, SourceName
 from annotator.store import verdict_summary
 from annotator.store.db import SINGLE_PASS_CACHE_KIB, open_db_to_read
+from annotator.store.names import annotator_names
 from annotator.store.trajectories import _where
 from annotator.views import TrajectoryFilter
 
@@ -473,16 +474,6 @@ def reviewers(db: Database) -> list[str]:
             "SELECT DISTINCT annotator FROM review_state WHERE status = 'done' ORDER BY annotator"
         )
     ]
-
-
-def annotator_names(db: Database, table: str) -> list[str]:
-    """The distinct annotators of ``table``, sorted, each found by one search of an index that
-    leads with them for the one after the last (a skip scan: there are a few names and
-    millions of rows)."""
-    return [r[0] for r in db.execute(
-        f"WITH RECURSIVE names(name) AS (SELECT min(annotator) FROM {table} UNION ALL"
-        f" SELECT (SELECT min(annotator) FROM {table} WHERE annotator > name) FROM names WHERE name IS NOT NULL)"
-        " SELECT name FROM names WHERE name IS NOT NULL")]
 
 
 def source_names(db: Database) -> list[str]:

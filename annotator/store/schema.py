@@ -10,6 +10,7 @@ from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
 from annotator.store import verdict_summary
+from annotator.store.names import annotator_names
 
 MIGRATIONS = Migrations("mast-annotator")
 
@@ -565,8 +566,6 @@ def _m015_label_activity(db: Database) -> None:
     from the labels of published trajectories, by the index, before the index goes.
     """
     db.execute("CREATE TABLE label_activity (annotator TEXT PRIMARY KEY, written_at TEXT NOT NULL) WITHOUT ROWID")
-    from annotator.store.report_tables import annotator_names
-
     for name in annotator_names(db, "labels"):
         db.execute(
             "INSERT INTO label_activity SELECT annotator, created_at FROM labels l WHERE annotator = ? AND NOT EXISTS"
