@@ -40,7 +40,8 @@ def insert_label_matrices(
     and ``label_state`` is filled once, in its key order: sorting once is far cheaper than
     inserting 42 million rows into four indexes one by one. The triggers that keep
     ``verdict_summary`` current are dropped for the load too, and the summary folded once after
-    it, as the sources' last activity is noted. ``matrices`` may be a generator, so only one source's matrix need exist at a time.
+    it, as the sources' last activity is noted. ``matrices`` may be a generator, so only one
+    source's matrix need exist at a time.
     """
     k = len(mode_ids)
     cols = ", ".join(f"o{j}" for j in range(k))
