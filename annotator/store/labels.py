@@ -104,11 +104,15 @@ def make_current(db: Database, after: int, upto: int = _LAST_ROW) -> None:
 
 def note_activity(db: Database, after: int, upto: int = _LAST_ROW) -> None:
     """Raise each source's time in ``label_activity`` (when it last wrote a label) to the newest
-    ``created_at`` of its labels of rows ``after`` < id ≤ ``upto``."""
+    ``created_at`` of its labels of rows ``after`` < id ≤ ``upto``.
+
+    Each row is offered to its source's row, which takes it only if it is newer: a GROUP BY
+    would sort every row of the range first (an import's half a million labels: 0.31 s of CPU
+    against 0.17 s)."""
     db.execute(
-        "INSERT INTO label_activity (annotator, written_at) SELECT annotator, max(created_at) FROM labels"
-        " WHERE id > ? AND id <= ? GROUP BY annotator"
-        " ON CONFLICT (annotator) DO UPDATE SET written_at = max(written_at, excluded.written_at)",
+        "INSERT INTO label_activity (annotator, written_at) SELECT annotator, created_at FROM labels"
+        " WHERE id > ? AND id <= ? ON CONFLICT (annotator) DO UPDATE SET written_at = excluded.written_at"
+        " WHERE excluded.written_at > written_at",
         [after, upto],
     )
 
